@@ -1,0 +1,147 @@
+/*
+ * tlsan/check.h -- prove a memory plan safe, or list each unsafe decision.
+ *
+ * tlsan_check() derives every storage root's lifetime from the ops (never from the
+ * planner's declared `lifetime`), per branch path, and reports the findings of
+ * docs/plan-format.md: pairs of roots that share bytes while live, in-place pairs the
+ * exception does not cover, reuses the executor's order does not enforce, declared
+ * lifetimes shorter than the derived ones, reads before writes, and layout errors.
+ * Algorithms and their sources are described in docs/design.md.
+ *
+ * Ownership: a report is owned by the caller (tlsan_report_free). Strings and arrays
+ * inside findings point into the report or into the checked plan(s): the plan or cache
+ * must outlive the report.
+ *
+ * Thread-safety: tlsan_check() only reads the plan, so several threads may check the same
+ * finalized plan at once, each with its own report.
+ */
+#ifndef TLSAN_CHECK_H
+#define TLSAN_CHECK_H
+
+#include "tlsan/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The one list of finding kinds: X(ENUM, "name", severity, "one-line description").
+ * It drives the enum, tlsan_kind_name(), SARIF rules and the documentation. */
+#define TLSAN_FINDING_KINDS(X)                                                                     \
+    X(LIVE_OVERLAP, "live-overlap", TLSAN_SEVERITY_ERROR,                                          \
+      "two storage roots share bytes while both are live")                                         \
+    X(BAD_INPLACE, "bad-inplace", TLSAN_SEVERITY_ERROR,                                            \
+      "an in-place pair shares bytes where the in-place exception does not hold")                  \
+    X(UNORDERED_REUSE, "unordered-reuse", TLSAN_SEVERITY_ERROR,                                    \
+      "bytes are reused but the executor's order does not force the old tenant to finish first")   \
+    X(LIFETIME_TOO_SHORT, "lifetime-too-short", TLSAN_SEVERITY_WARNING,                            \
+      "a declared lifetime does not contain the lifetime derived from the ops")                    \
+    X(READ_BEFORE_WRITE, "read-before-write", TLSAN_SEVERITY_ERROR,                                \
+      "an op reads a non-input tensor before any write to it")                                     \
+    X(OUT_OF_BOUNDS, "out-of-bounds", TLSAN_SEVERITY_ERROR,                                        \
+      "a root lies past its arena's end, or a view past its base's end")                           \
+    X(MISALIGNED, "misaligned", TLSAN_SEVERITY_ERROR,                                              \
+      "an offset is not a multiple of the required alignment")                                     \
+    X(MEMORY_KIND_MISMATCH, "memory-kind-mismatch", TLSAN_SEVERITY_ERROR,                          \
+      "a tensor needs another memory kind than its arena's")                                       \
+    X(SIZE_MISMATCH, "size-mismatch", TLSAN_SEVERITY_ERROR,                                        \
+      "a tensor's bytes are fewer than its dtype and shape need")                                  \
+    X(CACHE_KEY_COLLISION, "cache-key-collision", TLSAN_SEVERITY_ERROR,                            \
+      "two cached plans have equal keys but different layouts")
+
+typedef enum tlsan_severity {
+    TLSAN_SEVERITY_WARNING = 1,
+    TLSAN_SEVERITY_ERROR = 2,
+} tlsan_severity;
+
+typedef enum tlsan_kind {
+#define TLSAN_X_ENUM(e, name, sev, desc) TLSAN_KIND_##e,
+    TLSAN_FINDING_KINDS(TLSAN_X_ENUM)
+#undef TLSAN_X_ENUM
+        TLSAN_KIND_COUNT_
+} tlsan_kind;
+
+/** The kind's spec name ("live-overlap"), or "unknown". Static storage. */
+TLSAN_API const char *tlsan_kind_name(tlsan_kind kind);
+/** The kind's one-line description. Static storage. */
+TLSAN_API const char *tlsan_kind_description(tlsan_kind kind);
+/** The kind's severity. */
+TLSAN_API tlsan_severity tlsan_kind_severity(tlsan_kind kind);
+
+/** One finding. Read-only; valid while its report (and the checked plans) live. */
+typedef struct tlsan_finding {
+    tlsan_kind kind;
+    const char *message;        /**< one sentence, no trailing newline */
+    const char *const *tensors; /**< names involved (storage roots for memory findings) */
+    size_t n_tensors;
+    int64_t tensor_index[2]; /**< plan indices of tensors[0..1], -1 when not applicable */
+    int64_t plan_index;      /**< index in the cache, -1 for a lone plan */
+    int64_t other_plan_index; /**< cache-key-collision: the second plan, else -1 */
+    bool has_steps;
+    int64_t steps[2]; /**< [first, last] colliding steps */
+    bool has_bytes;
+    uint64_t bytes[2]; /**< [start, end) shared bytes within the arena */
+    bool has_lifetimes;
+    int64_t lifetimes[2][2]; /**< per tensor, [first, last] on the reported path */
+    const tlsan_cond *path;  /**< the branch path that shows it (only relevant ifs) */
+    size_t n_path;
+    int64_t op_index;   /**< an op involved: declaring op (bad-inplace), reader
+                             (read-before-write), later tenant's first op (unordered-reuse);
+                             -1 when none */
+    int64_t op_index2;  /**< unordered-reuse: an access of the earlier tenant not ordered
+                             before op_index; -1 when none */
+    bool approximate;   /**< paths were too many to enumerate: judged on the union of paths */
+} tlsan_finding;
+
+/** Plan statistics (tlsan check --format json, "stats"). */
+typedef struct tlsan_arena_stats {
+    const char *name;
+    uint64_t bytes;             /**< reserved size */
+    uint64_t required_bytes;    /**< largest end offset used by a root */
+    uint64_t lower_bound_bytes; /**< largest sum of live root bytes at one step, any path */
+    double efficiency;          /**< lower_bound / required, 1.0 when required is 0 */
+    bool approximate;           /**< lower bound taken without enumerating every path */
+} tlsan_arena_stats;
+
+/** The result of checking one plan or one cache. Opaque. */
+typedef struct tlsan_report tlsan_report;
+
+/** Options for tlsan_check(); zero-initialise for defaults. */
+typedef struct tlsan_check_options {
+    /** Most branch paths enumerated for one pair or root before falling back to the union
+     *  of paths (reported as approximate). 0 means the default, 4096. */
+    uint32_t max_paths;
+} tlsan_check_options;
+
+/** Checks a finalized plan. On TLSAN_OK *out is a report owned by the caller (possibly
+ *  with no findings). Errors: TLSAN_ERR_ARG (NULL or not finalized), TLSAN_ERR_NOMEM. */
+TLSAN_API tlsan_status tlsan_check(const tlsan_plan *plan, const tlsan_check_options *options,
+                                   tlsan_report **out);
+/** Checks every plan of a cache and the cache's keys (cache-key-collision). */
+TLSAN_API tlsan_status tlsan_check_cache(const tlsan_cache *cache,
+                                         const tlsan_check_options *options, tlsan_report **out);
+
+/** Frees a report. NULL is allowed. */
+TLSAN_API void tlsan_report_free(tlsan_report *report);
+/** Number of findings. */
+TLSAN_API size_t tlsan_report_count(const tlsan_report *report);
+/** Finding `index` (report order: by plan, then kind, then tensor names), or NULL. */
+TLSAN_API const tlsan_finding *tlsan_report_finding(const tlsan_report *report, size_t index);
+/** Number of findings of one kind. */
+TLSAN_API size_t tlsan_report_count_kind(const tlsan_report *report, tlsan_kind kind);
+/** Number of arenas with stats (of plan `plan_index`, 0 for a lone plan). */
+TLSAN_API size_t tlsan_report_n_arena_stats(const tlsan_report *report, size_t plan_index);
+/** Stats of arena `arena_index` of plan `plan_index`, or NULL when out of range. */
+TLSAN_API const tlsan_arena_stats *tlsan_report_arena_stats(const tlsan_report *report,
+                                                            size_t plan_index, size_t arena_index);
+
+/** Output formats of tlsan_report_write(). */
+typedef enum tlsan_format {
+    TLSAN_FORMAT_TEXT = 0,  /**< sanitizer-style text, ends with a SUMMARY: line */
+    TLSAN_FORMAT_JSON = 1,  /**< one JSON object per line (plan-format.md, "Findings") */
+    TLSAN_FORMAT_SARIF = 2, /**< SARIF 2.1.0 */
+} tlsan_format;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TLSAN_CHECK_H */

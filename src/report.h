@@ -1,0 +1,63 @@
+/* report: the findings of one check (a plan or a cache), built by check.c and cache.c,
+ * written by report_text.c, report_json.c and report_sarif.c. */
+#ifndef TLSAN_REPORT_PRIV_H
+#define TLSAN_REPORT_PRIV_H
+
+#include "tlsan/check.h"
+#include "plan.h"
+
+#include <stdio.h>
+
+typedef struct plan_stats {
+    size_t n_tensors, n_roots, n_ops;
+    tlsan_arena_stats *arenas; /* n_arenas entries, names point into the plan */
+    size_t n_arenas;
+    bool paths_approximate; /* some pair or root was judged on the union of paths */
+} plan_stats;
+
+struct tlsan_report {
+    const tlsan_plan **plans; /* the checked plans (one for a lone plan), not owned */
+    size_t n_plans;
+    bool is_cache;
+    plan_stats *stats; /* n_plans entries */
+    tlsan_finding *findings;
+    size_t n_findings, cap_findings;
+};
+
+/* Creates a report over n_plans plans (borrowed). NULL when out of memory. */
+tlsan_report *report_new(const tlsan_plan **plans, size_t n_plans, bool is_cache);
+
+/* Appends a finding. Copies f, its tensors array (names are borrowed: they must live as long
+ * as the plans), its path array, and formats the message from fmt (printf). Returns 0, or -1
+ * when out of memory (the report is unchanged). */
+int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Sorts findings by plan, kind, then tensor names: reports are deterministic. */
+void report_sort(tlsan_report *r);
+
+/* The plan a finding belongs to. */
+static inline const tlsan_plan *report_plan_of(const tlsan_report *r, const tlsan_finding *f)
+{
+    return r->plans[f->plan_index < 0 ? 0 : (size_t)f->plan_index];
+}
+
+/* Label of plan i for findings' "plan": its name, else "plans[I]" (cache) or NULL. Writes into
+ * buf when it needs to format. */
+const char *report_plan_label(const tlsan_report *r, size_t i, char *buf, size_t buf_bytes);
+
+/* Writers. `label` is the input's file name as the user gave it. All return 0, or -1 when
+ * the stream or an allocation fails. */
+typedef struct report_text_options {
+    const char *pid_prefix; /* e.g. "==1234==" for the runtime shim, NULL for the checker */
+    bool color;
+} report_text_options;
+int report_write_text(const tlsan_report *r, const char *label, const report_text_options *opt,
+                      FILE *out);
+/* One JSON object on one line: {"file": ..., "findings": [...], "stats": {...}}. */
+int report_write_json(const tlsan_report *r, const char *label, FILE *out);
+/* One SARIF 2.1.0 log for several inputs (one run, one result per finding). */
+int report_write_sarif(const tlsan_report *const *reports, const char *const *labels, size_t n,
+                       FILE *out);
+
+#endif

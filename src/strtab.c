@@ -1,0 +1,127 @@
+#include "strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* FNV-1a: names are short, so a simple byte hash is as fast as anything fancier. */
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void strtab_init(strtab *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+void strtab_free(strtab *t)
+{
+    free(t->chars);
+    free(t->offsets);
+    free(t->lens);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static uint32_t lookup(const strtab *t, const char *s, size_t len, uint64_t h, size_t *slot_out)
+{
+    size_t mask = t->n_slots - 1;
+    size_t i = (size_t)h & mask;
+    for (;;) {
+        uint32_t v = t->slots[i];
+        if (v == 0) {
+            *slot_out = i;
+            return STRTAB_NONE;
+        }
+        uint32_t id = v - 1;
+        if (t->lens[id] == len && memcmp(t->chars + t->offsets[id], s, len) == 0) {
+            *slot_out = i;
+            return id;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static int rehash(strtab *t, size_t n_slots)
+{
+    uint32_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots)
+        return -1;
+    size_t mask = n_slots - 1;
+    for (uint32_t id = 0; id < t->n; id++) {
+        size_t i = (size_t)hash_bytes(t->chars + t->offsets[id], t->lens[id]) & mask;
+        while (slots[i])
+            i = (i + 1) & mask;
+        slots[i] = id + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return 0;
+}
+
+uint32_t strtab_find(const strtab *t, const char *s, size_t len)
+{
+    if (t->n_slots == 0)
+        return STRTAB_NONE;
+    size_t slot;
+    return lookup(t, s, len, hash_bytes(s, len), &slot);
+}
+
+uint32_t strtab_intern(strtab *t, const char *s, size_t len)
+{
+    if (len > UINT32_MAX - 1)
+        return STRTAB_NONE;
+    /* Keep the load factor at most 1/2 so probes stay short. */
+    if ((size_t)(t->n + 1) * 2 > t->n_slots) {
+        if (rehash(t, t->n_slots ? t->n_slots * 2 : 64) != 0)
+            return STRTAB_NONE;
+    }
+    uint64_t h = hash_bytes(s, len);
+    size_t slot;
+    uint32_t id = lookup(t, s, len, h, &slot);
+    if (id != STRTAB_NONE)
+        return id;
+    if (t->n >= UINT32_MAX - 2)
+        return STRTAB_NONE;
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 64;
+        uint64_t *off = realloc(t->offsets, (size_t)cap * sizeof *off);
+        if (!off)
+            return STRTAB_NONE;
+        t->offsets = off;
+        uint32_t *lens = realloc(t->lens, (size_t)cap * sizeof *lens);
+        if (!lens)
+            return STRTAB_NONE;
+        t->lens = lens;
+        t->cap = cap;
+    }
+    if (t->chars_len + len + 1 > t->chars_cap) {
+        size_t cap = t->chars_cap ? t->chars_cap : 4096;
+        while (cap < t->chars_len + len + 1)
+            cap *= 2;
+        char *c = realloc(t->chars, cap);
+        if (!c)
+            return STRTAB_NONE;
+        t->chars = c;
+        t->chars_cap = cap;
+    }
+    id = t->n++;
+    t->offsets[id] = t->chars_len;
+    t->lens[id] = (uint32_t)len;
+    memcpy(t->chars + t->chars_len, s, len);
+    t->chars[t->chars_len + len] = '\0';
+    t->chars_len += len + 1;
+    t->slots[slot] = id + 1;
+    return id;
+}
+
+uint32_t strtab_intern_cstr(strtab *t, const char *s)
+{
+    return strtab_intern(t, s, strlen(s));
+}

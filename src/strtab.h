@@ -1,0 +1,43 @@
+/* strtab: interned strings. Every name in a plan (arenas, tensors, ops, streams, events,
+ * ifs, arms, loops, memory kinds, stack frames) is stored once and referred to by a dense
+ * 32-bit id, so plan records stay small and name lookups become array lookups. */
+#ifndef TLSAN_STRTAB_H
+#define TLSAN_STRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STRTAB_NONE UINT32_MAX
+
+typedef struct strtab {
+    char *chars;        /* all strings, each NUL-terminated */
+    size_t chars_len;   /* bytes used */
+    size_t chars_cap;
+    uint64_t *offsets;  /* id -> offset in chars (64-bit: a plan may exceed 4 GiB of names) */
+    uint32_t *lens;     /* id -> length in bytes */
+    uint32_t n;         /* number of ids */
+    uint32_t cap;
+    uint32_t *slots;    /* open-addressing hash: id+1, 0 = empty */
+    size_t n_slots;     /* power of two */
+} strtab;
+
+void strtab_init(strtab *t);
+void strtab_free(strtab *t);
+/* Interns `len` bytes at `s` (may contain no NUL). Returns the id, or STRTAB_NONE when out
+ * of memory or when the table would exceed UINT32_MAX-1 strings. */
+uint32_t strtab_intern(strtab *t, const char *s, size_t len);
+/* Like strtab_intern() for a NUL-terminated string. */
+uint32_t strtab_intern_cstr(strtab *t, const char *s);
+/* Looks a string up without adding it; STRTAB_NONE when absent. */
+uint32_t strtab_find(const strtab *t, const char *s, size_t len);
+/* The NUL-terminated string of an id (valid until the next intern). */
+static inline const char *strtab_str(const strtab *t, uint32_t id)
+{
+    return t->chars + t->offsets[id];
+}
+static inline uint32_t strtab_len(const strtab *t, uint32_t id)
+{
+    return t->lens[id];
+}
+
+#endif
