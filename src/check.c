@@ -1,1 +1,793 @@
-/* placeholder: being written */
+/* check: derive lifetimes, find every unsafe decision of a plan, fill the report.
+ *
+ * Order of work: build the access index (lifetime.c); layout findings per tensor; then
+ * read-before-write and declared lifetimes per tensor; then candidate pairs from a sweep
+ * (overlap.c), each judged exactly on the branch paths that can change its answer
+ * (conflict, in-place exception, and, where the order is not total, happens-before from
+ * order.c); last, the arena statistics. */
+#include "cache.h"
+#include "order.h"
+#include "overlap.h"
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_PATHS 4096u
+/* Paths enumerated for the live-bytes lower bound before it falls back to must-live spans. */
+#define STATS_MAX_PATHS 64u
+
+typedef struct inplace_decl {
+    uint32_t lo, hi;    /* the two storage roots, lo < hi */
+    uint32_t op;        /* declaring op */
+    uint32_t out, in;   /* the tensors as named in the declaration */
+} inplace_decl;
+
+typedef struct checker {
+    const tlsan_plan *p;
+    tlsan_report *r;
+    int64_t plan_index;
+    uint64_t max_paths;
+    access_index ix;
+    order_ctx oc;
+    path_state ps;
+    if_set set;
+    inplace_decl *decls;
+    size_t n_decls;
+    tlsan_cond *path_buf; /* n_ifs entries */
+    plan_stats *stats;
+} checker;
+
+static const char *tname(const tlsan_plan *p, uint32_t t)
+{
+    return strtab_str(&p->strings, p->tensors[t].name);
+}
+
+static const char *oname(const tlsan_plan *p, uint32_t o)
+{
+    return strtab_str(&p->strings, p->ops[o].name);
+}
+
+static tlsan_finding new_finding(const checker *c, tlsan_kind kind)
+{
+    tlsan_finding f;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.tensor_index[0] = f.tensor_index[1] = -1;
+    f.plan_index = c->plan_index;
+    f.other_plan_index = -1;
+    f.op_index = f.op_index2 = -1;
+    return f;
+}
+
+/* Fills f's path with the current arms of the enumerated ifs (none when approximate). */
+static void set_path(checker *c, tlsan_finding *f)
+{
+    if (c->ps.all_run) {
+        f->approximate = true;
+        return;
+    }
+    for (size_t i = 0; i < c->set.n; i++) {
+        uint32_t fi = c->set.ifs[i];
+        c->path_buf[i].if_name = strtab_str(&c->p->strings, c->p->ifs[fi].name);
+        c->path_buf[i].arm = arm_name(c->p, fi, c->ps.arm[fi]);
+    }
+    f->path = c->path_buf;
+    f->n_path = c->set.n;
+}
+
+/* Enumerates the paths of c->set, or the union of paths when they are too many. Returns
+ * false when the caller's loop is done. */
+static bool paths_begin(checker *c)
+{
+    uint64_t n = if_set_paths(&c->set, c->p);
+    c->ps.all_run = n > c->max_paths;
+    if (c->ps.all_run)
+        c->stats->paths_approximate = true;
+    else
+        path_first(&c->ps, &c->set);
+    return true;
+}
+
+static bool paths_next(checker *c)
+{
+    if (c->ps.all_run) {
+        c->ps.all_run = false;
+        return false;
+    }
+    return path_next(&c->ps, &c->set);
+}
+
+/* ---- layout ---- */
+
+static int check_layout(checker *c)
+{
+    const tlsan_plan *p = c->p;
+    for (uint32_t i = 0; i < p->n_tensors; i++) {
+        const tensor_rec *t = &p->tensors[i];
+        const tensor_rec *root = &p->tensors[t->root];
+        const arena_rec *a = &p->arenas[root->arena];
+        const char *names[1] = {tname(p, i)};
+        tlsan_finding f = new_finding(c, TLSAN_KIND_OUT_OF_BOUNDS);
+        f.tensors = names;
+        f.n_tensors = 1;
+        f.tensor_index[0] = i;
+        if (t->view_of == NO_INDEX) {
+            uint64_t end = root_end(t);
+            if (end > a->bytes) {
+                f.has_bytes = true;
+                f.bytes[0] = t->offset_bytes;
+                f.bytes[1] = end;
+                if (report_add(c->r, &f,
+                               "'%s' occupies bytes [%" PRIu64 ", %" PRIu64
+                               ") but arena '%s' has only %" PRIu64 " bytes",
+                               names[0], t->offset_bytes, end, strtab_str(&p->strings, a->name),
+                               a->bytes))
+                    return -1;
+            }
+        } else {
+            const tensor_rec *b = &p->tensors[t->view_of];
+            uint64_t end = root_end(t); /* view_offset + bytes */
+            if (end > b->bytes) {
+                if (report_add(c->r, &f,
+                               "view '%s' covers bytes [%" PRIu64 ", %" PRIu64
+                               ") of its base '%s', which has only %" PRIu64 " bytes",
+                               names[0], t->offset_bytes, end,
+                               strtab_str(&p->strings, b->name), b->bytes))
+                    return -1;
+            }
+        }
+        f.kind = TLSAN_KIND_MISALIGNED;
+        bool arena_bad = t->view_of == NO_INDEX && t->offset_bytes % a->alignment_bytes != 0;
+        bool own_bad = (t->flags & TREC_HAS_ALIGNMENT) &&
+                       t->abs_offset_bytes % t->alignment_bytes != 0;
+        if (arena_bad || own_bad) {
+            uint64_t need = own_bad ? t->alignment_bytes : a->alignment_bytes;
+            if (report_add(c->r, &f,
+                           "'%s' starts at offset %" PRIu64 " of arena '%s', not a multiple of "
+                           "its %s alignment %" PRIu64,
+                           names[0], t->abs_offset_bytes, strtab_str(&p->strings, a->name),
+                           own_bad ? "own" : "arena's", need))
+                return -1;
+        }
+        f.kind = TLSAN_KIND_MEMORY_KIND_MISMATCH;
+        if (t->memory != STRTAB_NONE && t->memory != a->memory) {
+            if (report_add(c->r, &f, "'%s' needs memory '%s' but arena '%s' is '%s'", names[0],
+                           strtab_str(&p->strings, t->memory), strtab_str(&p->strings, a->name),
+                           strtab_str(&p->strings, a->memory)))
+                return -1;
+        }
+        f.kind = TLSAN_KIND_SIZE_MISMATCH;
+        uint64_t need = plan_needed_bytes(p, t);
+        if (need > t->bytes) {
+            if (report_add(c->r, &f,
+                           "'%s' has %" PRIu64 " bytes but its dtype %s and shape need %" PRIu64,
+                           names[0], t->bytes, tlsan_dtype_name((tlsan_dtype)t->dtype), need))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- read-before-write ---- */
+
+static int check_read_before_write(checker *c, uint32_t r)
+{
+    const tlsan_plan *p = c->p;
+    const access_index *ix = &c->ix;
+    if (p->root_flags[r] & TLSAN_TENSOR_INPUT)
+        return 0;
+    uint32_t a0 = ix->start[r], a1 = ix->start[r + 1];
+    if (a0 == a1)
+        return 0;
+    /* Only conditional accesses before the first unconditional one can come first. */
+    uint32_t u = a0;
+    while (u < a1 && (ix->rw[u] & ACC_COND))
+        u++;
+    if_set_clear(&c->set);
+    for (uint32_t a = a0; a < u; a++)
+        if_set_add_op(&c->set, p, ix->op[a]);
+    paths_begin(c);
+    do {
+        for (uint32_t a = a0; a < a1; a++) {
+            if ((ix->rw[a] & ACC_COND) && !op_runs(&c->ps, ix->op[a]))
+                continue;
+            if (!(ix->rw[a] & ACC_READ))
+                break;
+            const char *names[1] = {tname(p, r)};
+            tlsan_finding f = new_finding(c, TLSAN_KIND_READ_BEFORE_WRITE);
+            f.tensors = names;
+            f.n_tensors = 1;
+            f.tensor_index[0] = r;
+            f.op_index = ix->op[a];
+            f.has_steps = true;
+            f.steps[0] = f.steps[1] = ix->op[a];
+            set_path(c, &f);
+            c->ps.all_run = false;
+            return report_add(c->r, &f,
+                              "op '%s' (step %u) reads '%s' before any op writes it, and it is "
+                              "not an input",
+                              oname(p, ix->op[a]), ix->op[a], names[0]);
+        }
+    } while (paths_next(c));
+    return 0;
+}
+
+/* ---- declared lifetimes ---- */
+
+typedef struct acc_pair {
+    uint32_t op;
+    uint8_t rw;
+} acc_pair;
+
+static int cmp_acc(const void *x, const void *y)
+{
+    const acc_pair *a = x, *b = y;
+    return a->op < b->op ? -1 : a->op > b->op;
+}
+
+/* Own accesses of the tensors in the view tree below `v` (v included), sorted, merged. */
+static int view_tree_accesses(const tlsan_plan *p, uint32_t v, acc_pair **out, size_t *n_out,
+                              unsigned *flags_out)
+{
+    size_t n = 0, cap = 0;
+    acc_pair *acc = NULL;
+    unsigned flags = 0;
+    /* in_tree: tensor t is below v when v is on t's chain of bases. */
+    for (uint32_t t = 0; t < p->n_tensors; t++) {
+        uint32_t x = t;
+        while (x != v && p->tensors[x].view_of != NO_INDEX)
+            x = p->tensors[x].view_of;
+        if (x == v)
+            flags |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
+    }
+    for (uint32_t o = 0; o < p->n_ops; o++) {
+        const op_rec *r = &p->ops[o];
+        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
+            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
+                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
+            uint32_t x = t;
+            while (x != v && p->tensors[x].view_of != NO_INDEX)
+                x = p->tensors[x].view_of;
+            if (x != v)
+                continue;
+            uint8_t bit = (k < r->n_reads ? ACC_READ : ACC_WRITE) | (r->n_cond ? ACC_COND : 0);
+            if (n > 0 && acc[n - 1].op == o) {
+                acc[n - 1].rw |= bit;
+                continue;
+            }
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                acc_pair *na = realloc(acc, cap * sizeof *na);
+                if (!na) {
+                    free(acc);
+                    return -1;
+                }
+                acc = na;
+            }
+            acc[n++] = (acc_pair){o, bit};
+        }
+    }
+    qsort(acc, n, sizeof *acc, cmp_acc); /* already in op order; kept for clarity of contract */
+    *out = acc;
+    *n_out = n;
+    *flags_out = flags;
+    return 0;
+}
+
+static int check_declared_lifetime(checker *c, uint32_t t)
+{
+    const tlsan_plan *p = c->p;
+    const tensor_rec *tr = &p->tensors[t];
+    life derived = {LIFE_NONE_FIRST, LIFE_NONE_LAST};
+    bool approximate = false;
+    if_set_clear(&c->set);
+    if (tr->view_of == NO_INDEX) {
+        if_set_add_root(&c->set, p, &c->ix, t);
+        paths_begin(c);
+        approximate = c->ps.all_run;
+        do {
+            life l = root_life(&c->ix, p, t, &c->ps);
+            if (!life_empty(l)) {
+                derived.first = l.first < derived.first ? l.first : derived.first;
+                derived.last = l.last > derived.last ? l.last : derived.last;
+            }
+        } while (paths_next(c));
+    } else {
+        acc_pair *acc = NULL;
+        size_t n = 0;
+        unsigned flags = 0;
+        if (view_tree_accesses(p, t, &acc, &n, &flags) != 0)
+            return -1;
+        uint32_t *ops = malloc((n ? n : 1) * sizeof *ops);
+        uint8_t *rw = malloc(n ? n : 1);
+        if (!ops || !rw) {
+            free(acc);
+            free(ops);
+            free(rw);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ops[i] = acc[i].op;
+            rw[i] = acc[i].rw;
+            if (rw[i] & ACC_COND)
+                if_set_add_op(&c->set, p, ops[i]);
+        }
+        paths_begin(c);
+        approximate = c->ps.all_run;
+        do {
+            life l = accesses_life(p, ops, rw, n, flags, &c->ps);
+            if (!life_empty(l)) {
+                derived.first = l.first < derived.first ? l.first : derived.first;
+                derived.last = l.last > derived.last ? l.last : derived.last;
+            }
+        } while (paths_next(c));
+        free(acc);
+        free(ops);
+        free(rw);
+    }
+    if (life_empty(derived))
+        return 0;
+    if (tr->lifetime[0] <= derived.first && derived.last <= tr->lifetime[1])
+        return 0;
+    const char *names[1] = {tname(p, t)};
+    tlsan_finding f = new_finding(c, TLSAN_KIND_LIFETIME_TOO_SHORT);
+    f.tensors = names;
+    f.n_tensors = 1;
+    f.tensor_index[0] = t;
+    f.has_lifetimes = true;
+    f.lifetimes[0][0] = derived.first;
+    f.lifetimes[0][1] = derived.last;
+    f.has_steps = true;
+    f.steps[0] = tr->lifetime[0];
+    f.steps[1] = tr->lifetime[1];
+    f.approximate = approximate;
+    return report_add(c->r, &f,
+                      "'%s' declares lifetime [%" PRId64 ", %" PRId64
+                      "] but the ops use it over [%d, %d]",
+                      names[0], tr->lifetime[0], tr->lifetime[1], derived.first, derived.last);
+}
+
+/* ---- pairs ---- */
+
+static int cmp_decl(const void *x, const void *y)
+{
+    const inplace_decl *a = x, *b = y;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    return a->op < b->op ? -1 : a->op > b->op;
+}
+
+static int collect_decls(checker *c)
+{
+    const tlsan_plan *p = c->p;
+    size_t n = 0;
+    for (uint32_t o = 0; o < p->n_ops; o++)
+        n += p->ops[o].n_inplace;
+    c->decls = malloc((n ? n : 1) * sizeof *c->decls);
+    if (!c->decls)
+        return -1;
+    for (uint32_t o = 0; o < p->n_ops; o++) {
+        const op_rec *r = &p->ops[o];
+        for (uint32_t k = 0; k < r->n_inplace; k++) {
+            uint32_t out = p->id_pool.v[r->inplace_start + 2 * k];
+            uint32_t in = p->id_pool.v[r->inplace_start + 2 * k + 1];
+            uint32_t ro = p->tensors[out].root, ri = p->tensors[in].root;
+            if (ro == ri)
+                continue; /* one storage root: no pair of roots to excuse */
+            c->decls[c->n_decls++] =
+                (inplace_decl){ro < ri ? ro : ri, ro < ri ? ri : ro, o, out, in};
+        }
+    }
+    qsort(c->decls, c->n_decls, sizeof *c->decls, cmp_decl);
+    return 0;
+}
+
+/* The declarations of the pair (lo, hi): [*first, *first + return value). */
+static size_t find_decls(const checker *c, uint32_t lo, uint32_t hi, size_t *first)
+{
+    size_t a = 0, b = c->n_decls;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        const inplace_decl *d = &c->decls[m];
+        if (d->lo < lo || (d->lo == lo && d->hi < hi))
+            a = m + 1;
+        else
+            b = m;
+    }
+    *first = a;
+    size_t e = a;
+    while (e < c->n_decls && c->decls[e].lo == lo && c->decls[e].hi == hi)
+        e++;
+    return e - a;
+}
+
+static bool list_has(const tlsan_plan *p, uint32_t start, uint32_t n, uint32_t t)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (p->id_pool.v[start + k] == t)
+            return true;
+    return false;
+}
+
+/* The in-place exception of plan-format.md on the current path. */
+static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, life la, life lb)
+{
+    const tlsan_plan *p = c->p;
+    for (size_t i = d0; i < d0 + nd; i++) {
+        const inplace_decl *d = &c->decls[i];
+        const op_rec *k = &p->ops[d->op];
+        const tensor_rec *out = &p->tensors[d->out], *in = &p->tensors[d->in];
+        if (!list_has(p, k->reads_start, k->n_reads, d->in) ||
+            !list_has(p, k->writes_start, k->n_writes, d->out))
+            continue;
+        if (out->abs_offset_bytes != in->abs_offset_bytes || out->bytes != in->bytes)
+            continue;
+        if (!op_runs(&c->ps, d->op))
+            continue;
+        life lin = in->root == a ? la : lb;
+        life lout = out->root == a ? la : lb;
+        if (lin.last == (int32_t)d->op && lout.first == (int32_t)d->op)
+            return true;
+    }
+    return false;
+}
+
+/* First access of a root on the current path, or NO_INDEX. */
+static uint32_t first_access(const checker *c, uint32_t r)
+{
+    for (uint32_t a = c->ix.start[r]; a < c->ix.start[r + 1]; a++)
+        if (!(c->ix.rw[a] & ACC_COND) || op_runs(&c->ps, c->ix.op[a]))
+            return c->ix.op[a];
+    return NO_INDEX;
+}
+
+static void pair_geometry(const checker *c, tlsan_finding *f, uint32_t x, uint32_t y)
+{
+    const tensor_rec *tx = &c->p->tensors[x], *ty = &c->p->tensors[y];
+    f->has_bytes = true;
+    f->bytes[0] = tx->offset_bytes > ty->offset_bytes ? tx->offset_bytes : ty->offset_bytes;
+    uint64_t ex = root_end(tx), ey = root_end(ty);
+    f->bytes[1] = ex < ey ? ex : ey;
+}
+
+static int check_pair(void *ctx, uint32_t a, uint32_t b)
+{
+    checker *c = ctx;
+    const tlsan_plan *p = c->p;
+    bool need_order = !c->oc.total;
+    uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+    size_t d0 = 0, nd = find_decls(c, lo, hi, &d0);
+
+    if_set_clear(&c->set);
+    if (p->n_ifs) {
+        if_set_add_root(&c->set, p, &c->ix, a);
+        if_set_add_root(&c->set, p, &c->ix, b);
+        for (size_t i = d0; i < d0 + nd; i++)
+            if_set_add_op(&c->set, p, c->decls[i].op);
+        if (need_order) {
+            life ha = c->ix.hull[a], hb = c->ix.hull[b];
+            if_set_add_range(&c->set, p, &c->ix, ha.first < hb.first ? ha.first : hb.first,
+                             ha.last > hb.last ? ha.last : hb.last);
+        }
+    }
+    bool conflict_done = false, order_done = !need_order;
+    paths_begin(c);
+    do {
+        life la = root_life(&c->ix, p, a, &c->ps), lb = root_life(&c->ix, p, b, &c->ps);
+        if (life_intersect(la, lb)) {
+            if (conflict_done || (nd && inplace_excused(c, d0, nd, a, la, lb)))
+                continue;
+            conflict_done = true;
+            /* Earlier-born first, so messages read "x is overwritten by y". */
+            bool swap = lb.first < la.first || (lb.first == la.first && strcmp(tname(p, b),
+                                                                               tname(p, a)) < 0);
+            uint32_t x = swap ? b : a, y = swap ? a : b;
+            life lx = swap ? lb : la, ly = swap ? la : lb;
+            const char *names[2] = {tname(p, x), tname(p, y)};
+            tlsan_finding f =
+                new_finding(c, nd ? TLSAN_KIND_BAD_INPLACE : TLSAN_KIND_LIVE_OVERLAP);
+            f.tensors = names;
+            f.n_tensors = 2;
+            f.tensor_index[0] = x;
+            f.tensor_index[1] = y;
+            f.has_steps = true;
+            f.steps[0] = lx.first > ly.first ? lx.first : ly.first;
+            f.steps[1] = lx.last < ly.last ? lx.last : ly.last;
+            f.has_lifetimes = true;
+            f.lifetimes[0][0] = lx.first;
+            f.lifetimes[0][1] = lx.last;
+            f.lifetimes[1][0] = ly.first;
+            f.lifetimes[1][1] = ly.last;
+            pair_geometry(c, &f, x, y);
+            if (nd)
+                f.op_index = c->decls[d0].op;
+            set_path(c, &f);
+            int rc;
+            if (nd)
+                rc = report_add(c->r, &f,
+                                "'%s' and '%s' are declared in-place by op '%s' but both are "
+                                "live over steps %" PRId64 "..%" PRId64
+                                " beyond what the in-place exception allows",
+                                names[0], names[1], oname(p, c->decls[d0].op), f.steps[0],
+                                f.steps[1]);
+            else
+                rc = report_add(c->r, &f,
+                                "'%s' (live %d..%d) and '%s' (live %d..%d) share bytes [%" PRIu64
+                                ", %" PRIu64 ") while both are live at steps %" PRId64
+                                "..%" PRId64,
+                                names[0], lx.first, lx.last, names[1], ly.first, ly.last,
+                                f.bytes[0], f.bytes[1], f.steps[0], f.steps[1]);
+            if (rc)
+                return rc;
+        } else if (!order_done && !life_empty(la) && !life_empty(lb)) {
+            uint32_t e = la.last < lb.first ? a : b, l = e == a ? b : a;
+            uint32_t lf = first_access(c, l);
+            uint32_t bad = NO_INDEX;
+            if (lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad))
+                continue;
+            order_done = true;
+            life le = e == a ? la : lb, ll = e == a ? lb : la;
+            const char *names[2] = {tname(p, e), tname(p, l)};
+            tlsan_finding f = new_finding(c, TLSAN_KIND_UNORDERED_REUSE);
+            f.tensors = names;
+            f.n_tensors = 2;
+            f.tensor_index[0] = e;
+            f.tensor_index[1] = l;
+            f.has_steps = true;
+            f.steps[0] = bad;
+            f.steps[1] = lf;
+            f.has_lifetimes = true;
+            f.lifetimes[0][0] = le.first;
+            f.lifetimes[0][1] = le.last;
+            f.lifetimes[1][0] = ll.first;
+            f.lifetimes[1][1] = ll.last;
+            f.op_index = lf;
+            f.op_index2 = bad;
+            pair_geometry(c, &f, e, l);
+            set_path(c, &f);
+            int rc = report_add(
+                c->r, &f,
+                "'%s' reuses the bytes of '%s' from op '%s' (step %u), but op '%s' (step %u) "
+                "that accesses '%s' is not ordered before it%s",
+                names[1], names[0], oname(p, lf), lf, oname(p, bad), bad, names[0],
+                p->schedule == TLSAN_SCHEDULE_DATAFLOW ? " by the dataflow dependencies"
+                                                       : " (missing event or sync?)");
+            if (rc)
+                return rc;
+        }
+        if (conflict_done && order_done) {
+            c->ps.all_run = false;
+            break;
+        }
+    } while (paths_next(c));
+    return 0;
+}
+
+/* ---- statistics ---- */
+
+__extension__ typedef unsigned __int128 u128;
+
+/* Peak of live root bytes per arena over the given lifetimes; raises peak[] in place. */
+static int live_peaks(const tlsan_plan *p, const life *lives, u128 *peak)
+{
+    size_t n_keys = p->n_ops + 3;
+    uint32_t *count = calloc(n_keys + 1, sizeof *count);
+    size_t n_ev = 0;
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        if (p->tensors[t].root == t && !life_empty(lives[t]))
+            n_ev += 2;
+    uint32_t *ev = malloc((n_ev ? n_ev : 1) * sizeof *ev); /* 2*t + is_end */
+    u128 *cur = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *cur);
+    if (!count || !ev || !cur) {
+        free(count);
+        free(ev);
+        free(cur);
+        return -1;
+    }
+#define EV_KEY(t, end) ((size_t)((end) ? lives[t].last + 2 : lives[t].first + 1))
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        if (p->tensors[t].root == t && !life_empty(lives[t])) {
+            count[EV_KEY(t, 0) + 1]++;
+            count[EV_KEY(t, 1) + 1]++;
+        }
+    for (size_t k = 0; k < n_keys; k++)
+        count[k + 1] += count[k];
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        if (p->tensors[t].root == t && !life_empty(lives[t])) {
+            ev[count[EV_KEY(t, 0)]++] = 2 * t;
+            ev[count[EV_KEY(t, 1)]++] = 2 * t + 1;
+        }
+    /* Within one step key, apply all changes before reading the peak. */
+    size_t i = 0;
+    while (i < n_ev) {
+        size_t j = i;
+        size_t key = EV_KEY(ev[i] / 2, ev[i] & 1);
+        while (j < n_ev && EV_KEY(ev[j] / 2, ev[j] & 1) == key) {
+            uint32_t t = ev[j] / 2;
+            uint32_t a = p->tensors[t].arena;
+            if (ev[j] & 1)
+                cur[a] -= p->tensors[t].bytes;
+            else
+                cur[a] += p->tensors[t].bytes;
+            j++;
+        }
+        for (size_t k = i; k < j; k++) {
+            uint32_t a = p->tensors[ev[k] / 2].arena;
+            if (cur[a] > peak[a])
+                peak[a] = cur[a];
+        }
+        i = j;
+    }
+#undef EV_KEY
+    free(count);
+    free(ev);
+    free(cur);
+    return 0;
+}
+
+static int compute_stats(checker *c)
+{
+    const tlsan_plan *p = c->p;
+    plan_stats *s = c->stats;
+    s->n_tensors = p->n_tensors;
+    s->n_ops = p->n_ops;
+    s->n_arenas = p->n_arenas;
+    s->arenas = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *s->arenas);
+    u128 *peak = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *peak);
+    life *lives = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *lives);
+    int rc = -1;
+    if (!s->arenas || !peak || !lives)
+        goto out;
+    for (uint32_t t = 0; t < p->n_tensors; t++) {
+        const tensor_rec *tr = &p->tensors[t];
+        if (tr->root != t)
+            continue;
+        s->n_roots++;
+        tlsan_arena_stats *as = &s->arenas[tr->arena];
+        uint64_t end = root_end(tr);
+        if (end > as->required_bytes)
+            as->required_bytes = end;
+    }
+    /* Every path when few, else the spans that are live on every path (still a bound). */
+    bool approx = false;
+    if_set_clear(&c->set);
+    for (uint32_t f = 0; f < p->n_ifs; f++)
+        c->set.ifs[c->set.n++] = f;
+    if (if_set_paths(&c->set, p) <= STATS_MAX_PATHS) {
+        path_first(&c->ps, &c->set);
+        do {
+            for (uint32_t t = 0; t < p->n_tensors; t++)
+                lives[t] = p->tensors[t].root == t ? root_life(&c->ix, p, t, &c->ps)
+                                                   : (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
+            if (live_peaks(p, lives, peak) != 0)
+                goto out;
+        } while (path_next(&c->ps, &c->set));
+    } else {
+        approx = true;
+        if (live_peaks(p, c->ix.must, peak) != 0)
+            goto out;
+    }
+    for (size_t a = 0; a < p->n_arenas; a++) {
+        tlsan_arena_stats *as = &s->arenas[a];
+        as->name = strtab_str(&p->strings, p->arenas[a].name);
+        as->bytes = p->arenas[a].bytes;
+        as->lower_bound_bytes = peak[a] > (u128)UINT64_MAX ? UINT64_MAX : (uint64_t)peak[a];
+        as->efficiency =
+            as->required_bytes ? (double)as->lower_bound_bytes / (double)as->required_bytes : 1.0;
+        as->approximate = approx;
+    }
+    rc = 0;
+out:
+    free(peak);
+    free(lives);
+    return rc;
+}
+
+/* ---- driver ---- */
+
+static void checker_free(checker *c)
+{
+    access_index_free(&c->ix);
+    order_free(&c->oc);
+    if_set_free(&c->set);
+    free(c->ps.arm);
+    free(c->decls);
+    free(c->path_buf);
+}
+
+/* Checks one plan into report r as plan `plan_index`. 0, or -1 when out of memory. */
+static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_report *r,
+                     int64_t plan_index)
+{
+    checker c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.r = r;
+    c.plan_index = plan_index;
+    c.max_paths = opt && opt->max_paths ? opt->max_paths : DEFAULT_MAX_PATHS;
+    c.stats = &r->stats[plan_index < 0 ? 0 : plan_index];
+    c.ps.plan = p;
+    int rc = -1;
+    c.ps.arm = calloc(p->n_ifs ? p->n_ifs : 1, sizeof *c.ps.arm);
+    c.path_buf = calloc(p->n_ifs ? p->n_ifs : 1, sizeof *c.path_buf);
+    if (!c.ps.arm || !c.path_buf || if_set_init(&c.set, p->n_ifs) != 0 ||
+        access_index_build(&c.ix, p) != 0 || order_init(&c.oc, p, &c.ix) != 0 ||
+        collect_decls(&c) != 0)
+        goto out;
+    /* With no branches there is one path: make the hulls exact, so the sweep offers only
+     * pairs that truly collide. */
+    if (p->n_ifs == 0)
+        for (uint32_t t = 0; t < p->n_tensors; t++)
+            if (p->tensors[t].root == t)
+                c.ix.hull[t] = root_life(&c.ix, p, t, &c.ps);
+    if (check_layout(&c) != 0)
+        goto out;
+    for (uint32_t t = 0; t < p->n_tensors; t++) {
+        if (p->tensors[t].root == t && check_read_before_write(&c, t) != 0)
+            goto out;
+        if ((p->tensors[t].flags & TREC_HAS_LIFETIME) && check_declared_lifetime(&c, t) != 0)
+            goto out;
+    }
+    int prc = c.oc.total ? overlap_live_pairs(p, &c.ix, check_pair, &c)
+                         : overlap_byte_pairs(p, &c.ix, check_pair, &c);
+    if (prc != 0)
+        goto out;
+    if (compute_stats(&c) != 0)
+        goto out;
+    rc = 0;
+out:
+    checker_free(&c);
+    return rc;
+}
+
+tlsan_status tlsan_check(const tlsan_plan *plan, const tlsan_check_options *options,
+                         tlsan_report **out)
+{
+    if (!plan || !out || !plan->finalized)
+        return TLSAN_ERR_ARG;
+    *out = NULL;
+    const tlsan_plan *plans[1] = {plan};
+    tlsan_report *r = report_new(plans, 1, false);
+    if (!r)
+        return TLSAN_ERR_NOMEM;
+    if (check_one(plan, options, r, -1) != 0) {
+        tlsan_report_free(r);
+        return TLSAN_ERR_NOMEM;
+    }
+    report_sort(r);
+    *out = r;
+    return TLSAN_OK;
+}
+
+tlsan_status tlsan_check_cache(const tlsan_cache *cache, const tlsan_check_options *options,
+                               tlsan_report **out)
+{
+    if (!cache || !out)
+        return TLSAN_ERR_ARG;
+    *out = NULL;
+    size_t n = tlsan_cache_n_plans(cache);
+    const tlsan_plan **plans = malloc((n ? n : 1) * sizeof *plans);
+    if (!plans)
+        return TLSAN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        plans[i] = tlsan_cache_plan(cache, i);
+    tlsan_report *r = report_new(plans, n, true);
+    free(plans);
+    if (!r)
+        return TLSAN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (check_one(r->plans[i], options, r, (int64_t)i) != 0)
+            goto nomem;
+    if (cache_collisions(cache, r) != 0)
+        goto nomem;
+    report_sort(r);
+    *out = r;
+    return TLSAN_OK;
+nomem:
+    tlsan_report_free(r);
+    return TLSAN_ERR_NOMEM;
+}

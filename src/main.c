@@ -1,7 +1,381 @@
-/* placeholder CLI: being written */
-#include <stdio.h>
-int main(void)
+/* main: the `tlsan` command.
+ *
+ *   tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm] [--max-paths N] PLAN...
+ *   tlsan import tvm GRAPH.json [-o PLAN.json]
+ *   tlsan help | --help | --version
+ *
+ * Exit status (plan-format.md): 0 no finding, 1 at least one finding, 2 an input that is not
+ * a valid plan, bad usage or an output that cannot be written; with several inputs, the
+ * highest status of any. */
+#include "report.h"
+#include "tlsan/check.h"
+#include "tlsan/plan.h"
+#include "tlsan/tvm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TLSAN_VERSION_STRING
+#define TLSAN_VERSION_STRING "0.0.0"
+#endif
+
+enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
+
+static const char usage_text[] =
+    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm]\n"
+    "                   [--max-paths N] PLAN...\n"
+    "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "       tlsan --help | --version\n"
+    "\n"
+    "tlsan, the Tensor Lifetime Sanitizer, proves a memory plan safe or reports each\n"
+    "unsafe decision: tensors sharing bytes while live, bad in-place pairs, reuse the\n"
+    "executor does not order, declared lifetimes that are too short, reads before writes,\n"
+    "and layout errors (bounds, alignment, memory kinds, sizes).\n"
+    "\n"
+    "Commands:\n"
+    "  check PLAN...       check plan files (plans or plan caches; '-' reads standard input)\n"
+    "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
+    "  help                show this help\n"
+    "\n"
+    "Options of check:\n"
+    "  --format FORMAT     text (default, sanitizer style), json (one object per input\n"
+    "                      per line) or sarif (SARIF 2.1.0, for CI systems)\n"
+    "  -o, --output FILE   write the report to FILE instead of standard output\n"
+    "  --from tvm          the inputs are TVM graph-executor JSON files\n"
+    "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
+    "                      union of paths (default 4096)\n"
+    "\n"
+    "Options of import:\n"
+    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
+    "\n"
+    "Exit status: 0 no finding, 1 findings, 2 invalid input or usage error.\n";
+
+/* Reports bad usage in one line with a hint; always returns EXIT_INVALID. */
+static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "tlsan: not built yet\n");
-    return 2;
+    fprintf(stderr, "tlsan: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see 'tlsan --help')\n");
+    return EXIT_INVALID;
+}
+
+/* Matches "--name VALUE" and "--name=VALUE" (and a short alias "-x VALUE"). On a match
+ * *value is set (NULL when the value is missing) and *i advanced past what was used. */
+static bool option_value(int argc, char **argv, int *i, const char *name, const char *alias,
+                         const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) == 0 && a[n] == '=') {
+        *value = a + n + 1;
+        return true;
+    }
+    if (strcmp(a, name) != 0 && !(alias && strcmp(a, alias) == 0))
+        return false;
+    *value = *i + 1 < argc ? argv[++*i] : NULL;
+    return true;
+}
+
+/* Opens the output: standard output for NULL. Reports its own error. */
+static FILE *open_output(const char *path)
+{
+    if (!path)
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "tlsan: error: cannot open '%s' for writing: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* Flushes and closes the output; EXIT_INVALID when anything failed to reach it. */
+static int close_output(FILE *f, const char *path, bool write_failed)
+{
+    bool bad = write_failed;
+    if (f == stdout)
+        bad = fflush(stdout) != 0 || ferror(stdout) || bad;
+    else
+        bad = fclose(f) != 0 || bad;
+    if (bad) {
+        fprintf(stderr, "tlsan: error: cannot write the output to %s\n",
+                path ? path : "standard output");
+        return EXIT_INVALID;
+    }
+    return EXIT_CLEAN;
+}
+
+/* Prints "tlsan: error: FILE: WHERE: WHAT" for a refused input. */
+static void print_input_error(const char *path, tlsan_status st, tlsan_error *err, int saved_errno)
+{
+    if (!err->file[0])
+        snprintf(err->file, sizeof err->file, "%s", path);
+    if (!err->what[0]) {
+        if (st == TLSAN_ERR_IO && saved_errno)
+            snprintf(err->what, sizeof err->what, "cannot read the file: %s",
+                     strerror(saved_errno));
+        else
+            snprintf(err->what, sizeof err->what, "%s", tlsan_status_name(st));
+    }
+    char buf[1200];
+    fprintf(stderr, "tlsan: error: %s\n", tlsan_error_format(err, buf, sizeof buf));
+}
+
+/* ---- check ---- */
+
+typedef struct check_args {
+    tlsan_format format;
+    const char *out_path;
+    bool from_tvm;
+    tlsan_check_options options;
+    char **files;
+    size_t n_files;
+} check_args;
+
+/* One input: what was read and the report on it (report NULL when it was refused). */
+typedef struct input {
+    tlsan_plan *plan;
+    tlsan_cache *cache;
+    tlsan_report *report;
+    tlsan_error err;
+} input;
+
+static void input_free(input *in)
+{
+    tlsan_report_free(in->report);
+    tlsan_plan_free(in->plan);
+    tlsan_cache_free(in->cache);
+    in->report = NULL;
+    in->plan = NULL;
+    in->cache = NULL;
+}
+
+/* Reads and checks one file. Returns its exit status (2 when refused, with the message
+ * printed). */
+static int check_one(const check_args *args, const char *path, input *in)
+{
+    memset(in, 0, sizeof *in);
+    errno = 0;
+    tlsan_status st = args->from_tvm ? tlsan_import_tvm_file(path, &in->plan, &in->err)
+                                     : tlsan_read_file(path, &in->plan, &in->cache, &in->err);
+    int saved_errno = errno;
+    if (st == TLSAN_OK && !in->plan && !in->cache)
+        st = TLSAN_ERR_STATE; /* a reader that returned nothing: treat as refused */
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &in->err, saved_errno);
+        input_free(in);
+        return EXIT_INVALID;
+    }
+    st = in->plan ? tlsan_check(in->plan, &args->options, &in->report)
+                  : tlsan_check_cache(in->cache, &args->options, &in->report);
+    if (st != TLSAN_OK || !in->report) {
+        memset(&in->err, 0, sizeof in->err);
+        snprintf(in->err.what, sizeof in->err.what, "checking failed: %s", tlsan_status_name(st));
+        print_input_error(path, st, &in->err, 0);
+        input_free(in);
+        return EXIT_INVALID;
+    }
+    return tlsan_report_count(in->report) ? EXIT_FINDINGS : EXIT_CLEAN;
+}
+
+static int parse_check(int argc, char **argv, check_args *args)
+{
+    memset(args, 0, sizeof *args);
+    args->files = calloc((size_t)argc + 1, sizeof *args->files);
+    if (!args->files) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    bool options_done = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (options_done || a[0] != '-' || strcmp(a, "-") == 0) {
+            args->files[args->n_files++] = argv[i];
+        } else if (strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (option_value(argc, argv, &i, "--format", "-f", &v)) {
+            if (!v)
+                return usage_error("%s needs a value: text, json or sarif", a);
+            if (strcmp(v, "text") == 0)
+                args->format = TLSAN_FORMAT_TEXT;
+            else if (strcmp(v, "json") == 0)
+                args->format = TLSAN_FORMAT_JSON;
+            else if (strcmp(v, "sarif") == 0)
+                args->format = TLSAN_FORMAT_SARIF;
+            else
+                return usage_error("unknown format '%s' (text, json or sarif)", v);
+        } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a file name", a);
+            args->out_path = v;
+        } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
+            if (!v)
+                return usage_error("%s needs a value: plan or tvm", a);
+            if (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0)
+                return usage_error("unknown input kind '%s' for --from (plan or tvm)", v);
+            args->from_tvm = strcmp(v, "tvm") == 0;
+        } else if (option_value(argc, argv, &i, "--max-paths", NULL, &v)) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long n = v ? strtoul(v, &end, 10) : 0;
+            if (!v || !v[0] || *end || errno || n == 0 || n > UINT32_MAX || v[0] == '-')
+                return usage_error("--max-paths needs a positive integer, not '%s'", v ? v : "");
+            args->options.max_paths = (uint32_t)n;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return -1; /* handled: exit 0 */
+        } else {
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    if (args->n_files == 0)
+        return usage_error("%s: no plan file given", "check");
+    return EXIT_CLEAN;
+}
+
+/* Writes one checked (or refused) input in text or JSON; -1 when the output failed. */
+static int write_one(const check_args *args, const char *path, const input *in, FILE *out,
+                     bool color)
+{
+    if (args->format == TLSAN_FORMAT_JSON)
+        return in->report ? report_write_json(in->report, path, out)
+                          : report_write_json_error(path, &in->err, out);
+    if (!in->report)
+        return 0; /* text: the error went to standard error */
+    report_text_options topt = {NULL, color};
+    return report_write_text(in->report, path, &topt, out);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    check_args args;
+    int status = parse_check(argc, argv, &args);
+    if (status != EXIT_CLEAN) {
+        free(args.files);
+        return status < 0 ? EXIT_CLEAN : status;
+    }
+    input *inputs = NULL;
+    bool write_failed = false;
+    FILE *out = open_output(args.out_path);
+    if (!out) {
+        free(args.files);
+        return EXIT_INVALID;
+    }
+    const char *no_color = getenv("NO_COLOR");
+    bool color = out == stdout && args.format == TLSAN_FORMAT_TEXT && isatty(STDOUT_FILENO) &&
+                 !(no_color && no_color[0]);
+
+    /* SARIF is one document over all inputs, so those are kept until the end; text and JSON
+     * stream one input at a time. */
+    size_t n_kept = args.format == TLSAN_FORMAT_SARIF ? args.n_files : 1;
+    inputs = calloc(n_kept, sizeof *inputs);
+    if (!inputs) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        status = EXIT_INVALID;
+        goto out;
+    }
+    for (size_t i = 0; i < args.n_files && !write_failed; i++) {
+        input *in = &inputs[args.format == TLSAN_FORMAT_SARIF ? i : 0];
+        int st = check_one(&args, args.files[i], in);
+        if (st > status)
+            status = st;
+        if (args.format != TLSAN_FORMAT_SARIF) {
+            write_failed = write_one(&args, args.files[i], in, out, color) != 0;
+            input_free(in);
+        }
+    }
+    if (args.format == TLSAN_FORMAT_SARIF) {
+        const tlsan_report **reports = calloc(args.n_files, sizeof *reports);
+        const tlsan_error **errors = calloc(args.n_files, sizeof *errors);
+        if (!reports || !errors) {
+            write_failed = true;
+        } else {
+            for (size_t i = 0; i < args.n_files; i++) {
+                reports[i] = inputs[i].report;
+                errors[i] = &inputs[i].err;
+            }
+            write_failed = report_write_sarif(reports, (const char *const *)args.files, errors,
+                                              args.n_files, out) != 0;
+        }
+        free(reports);
+        free(errors);
+        for (size_t i = 0; i < args.n_files; i++)
+            input_free(&inputs[i]);
+    }
+out:
+    if (close_output(out, args.out_path, write_failed) != EXIT_CLEAN)
+        status = EXIT_INVALID;
+    free(inputs);
+    free(args.files);
+    return status;
+}
+
+/* ---- import ---- */
+
+static int cmd_import(int argc, char **argv)
+{
+    if (argc < 1)
+        return usage_error("%s: which format? (tlsan import tvm GRAPH.json)", "import");
+    if (strcmp(argv[0], "tvm") != 0)
+        return usage_error("cannot import '%s': only 'tvm' is known", argv[0]);
+    const char *graph = NULL, *out_path = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (graph)
+                return usage_error("import tvm takes one graph file, not also '%s'", a);
+            graph = a;
+        } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a file name", a);
+            out_path = v;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return EXIT_CLEAN;
+        } else {
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    if (!graph)
+        return usage_error("%s: no graph file given", "import tvm");
+
+    tlsan_plan *plan = NULL;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = tlsan_import_tvm_file(graph, &plan, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(graph, st, &err, errno);
+        tlsan_plan_free(plan);
+        return EXIT_INVALID;
+    }
+    FILE *out = open_output(out_path);
+    if (!out) {
+        tlsan_plan_free(plan);
+        return EXIT_INVALID;
+    }
+    bool write_failed = tlsan_plan_write(plan, out, true) != TLSAN_OK;
+    tlsan_plan_free(plan);
+    return close_output(out, out_path, write_failed);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "no command given");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_CLEAN;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("tlsan %s\n", TLSAN_VERSION_STRING);
+        return EXIT_CLEAN;
+    }
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "import") == 0)
+        return cmd_import(argc - 2, argv + 2);
+    if (cmd[0] == '-')
+        return usage_error("unknown option '%s'", cmd);
+    return usage_error("unknown command '%s'", cmd);
 }

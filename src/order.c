@@ -1,1 +1,192 @@
-/* placeholder: being written */
+/* order: on-demand happens-before queries. */
+#include "order.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void order_free(order_ctx *oc)
+{
+    free(oc->prev_same_stream);
+    free(oc->prev_record);
+    free(oc->last_record_before);
+    free(oc->prev_sync);
+    free(oc->visited);
+    free(oc->stack);
+    memset(oc, 0, sizeof *oc);
+}
+
+int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
+{
+    memset(oc, 0, sizeof *oc);
+    oc->plan = p;
+    oc->ix = ix;
+    oc->total = p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && p->n_streams <= 1;
+    if (oc->total)
+        return 0;
+    size_t n = p->n_ops ? p->n_ops : 1;
+    size_t n_str = p->strings.n ? p->strings.n : 1;
+    uint32_t *last_of_stream = malloc(n * sizeof *last_of_stream);
+    uint32_t *last_record_of_event = malloc(n_str * sizeof *last_record_of_event);
+    oc->prev_same_stream = malloc(n * sizeof(uint32_t));
+    oc->prev_record = malloc(n * sizeof(uint32_t));
+    oc->last_record_before = malloc(n * sizeof(uint32_t));
+    oc->prev_sync = malloc(n * sizeof(uint32_t));
+    oc->visited = calloc(n, sizeof(uint32_t));
+    oc->stack = malloc(n * sizeof(uint32_t));
+    if (!last_of_stream || !last_record_of_event || !oc->prev_same_stream || !oc->prev_record ||
+        !oc->last_record_before || !oc->prev_sync || !oc->visited || !oc->stack) {
+        free(last_of_stream);
+        free(last_record_of_event);
+        order_free(oc);
+        return -1;
+    }
+    for (size_t s = 0; s < n; s++)
+        last_of_stream[s] = NO_INDEX;
+    for (size_t s = 0; s < n_str; s++)
+        last_record_of_event[s] = NO_INDEX;
+    uint32_t last_sync = NO_INDEX;
+    for (uint32_t o = 0; o < p->n_ops; o++) {
+        const op_rec *r = &p->ops[o];
+        uint32_t s = p->op_stream[o];
+        oc->prev_same_stream[o] = last_of_stream[s];
+        last_of_stream[s] = o;
+        oc->prev_sync[o] = last_sync;
+        oc->prev_record[o] = oc->last_record_before[o] = NO_INDEX;
+        if (r->sync == TLSAN_SYNC_RECORD) {
+            oc->prev_record[o] = last_record_of_event[r->event];
+            last_record_of_event[r->event] = o;
+        } else if (r->sync == TLSAN_SYNC_WAIT) {
+            oc->last_record_before[o] = last_record_of_event[r->event];
+        } else if (r->sync == TLSAN_SYNC_ALL) {
+            last_sync = o;
+        }
+    }
+    free(last_of_stream);
+    free(last_record_of_event);
+    oc->gen = 1;
+    return 0;
+}
+
+typedef struct walk {
+    order_ctx *oc;
+    const path_state *ps;
+    uint32_t lo;
+    size_t top;
+} walk;
+
+static void reach(walk *w, uint32_t y)
+{
+    if (y == NO_INDEX || y < w->lo || w->oc->visited[y] == w->oc->gen || !op_runs(w->ps, y))
+        return;
+    w->oc->visited[y] = w->oc->gen;
+    w->oc->stack[w->top++] = y;
+}
+
+/* Follows a "previous" chain to its first op that runs on the path. */
+static uint32_t first_running(const walk *w, const uint32_t *prev, uint32_t y)
+{
+    while (y != NO_INDEX && y >= w->lo && !op_runs(w->ps, y))
+        y = prev[y];
+    return y;
+}
+
+/* Position of op x in a root's access list (x is known to access the root). */
+static uint32_t find_access(const access_index *ix, uint32_t root, uint32_t x)
+{
+    uint32_t lo = ix->start[root], hi = ix->start[root + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->op[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void dataflow_preds(walk *w, uint32_t x)
+{
+    const tlsan_plan *p = w->oc->plan;
+    const access_index *ix = w->oc->ix;
+    const op_rec *o = &p->ops[x];
+    for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+        uint32_t t = k < o->n_reads ? p->id_pool.v[o->reads_start + k]
+                                    : p->id_pool.v[o->writes_start + k - o->n_reads];
+        uint32_t root = p->tensors[t].root;
+        uint32_t pos = find_access(ix, root, x);
+        bool writes = (ix->rw[pos] & ACC_WRITE) != 0;
+        /* write -> later read/write, read -> later write: a write waits for the latest write
+         * and the reads since; a read waits for the latest write. Earlier ones follow by
+         * transitivity. */
+        for (uint32_t a = pos; a-- > ix->start[root];) {
+            uint32_t y = ix->op[a];
+            if (y < w->lo)
+                break;
+            if ((ix->rw[a] & ACC_COND) && !op_runs(w->ps, y))
+                continue;
+            if (ix->rw[a] & ACC_WRITE) {
+                reach(w, y);
+                break;
+            }
+            if (writes)
+                reach(w, y);
+        }
+    }
+}
+
+static void sequential_preds(walk *w, uint32_t x)
+{
+    const order_ctx *oc = w->oc;
+    const op_rec *o = &oc->plan->ops[x];
+    reach(w, first_running(w, oc->prev_same_stream, oc->prev_same_stream[x]));
+    if (o->sync == TLSAN_SYNC_WAIT)
+        reach(w, first_running(w, oc->prev_record, oc->last_record_before[x]));
+}
+
+bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                  uint32_t *bad_op)
+{
+    const tlsan_plan *p = oc->plan;
+    const access_index *ix = oc->ix;
+    uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
+    if (oc->total || a0 == a1)
+        return true;
+    if (++oc->gen == 0) {
+        memset(oc->visited, 0, (p->n_ops ? p->n_ops : 1) * sizeof *oc->visited);
+        oc->gen = 1;
+    }
+    walk w = {oc, ps, ix->op[a0], 0};
+    oc->visited[late_first] = oc->gen;
+    oc->stack[w.top++] = late_first;
+    while (w.top > 0) {
+        uint32_t x = oc->stack[--w.top];
+        const op_rec *o = &p->ops[x];
+        if (p->schedule == TLSAN_SCHEDULE_DATAFLOW)
+            dataflow_preds(&w, x);
+        else
+            sequential_preds(&w, x);
+        for (uint32_t k = 0; k < o->n_after; k++)
+            reach(&w, p->id_pool.v[o->after_start + k]);
+        /* sync joins everything: the latest sync before x precedes it, and a sync is
+         * preceded by every op since the sync before it. */
+        uint32_t s = first_running(&w, oc->prev_sync, oc->prev_sync[x]);
+        reach(&w, s);
+        if (o->sync == TLSAN_SYNC_ALL) {
+            uint32_t from = s == NO_INDEX || s < w.lo ? w.lo : s;
+            for (uint32_t y = x; y-- > from;)
+                reach(&w, y);
+        }
+    }
+    for (uint32_t a = a0; a < a1; a++) {
+        uint32_t y = ix->op[a];
+        if (y >= late_first)
+            break;
+        if ((ix->rw[a] & ACC_COND) && !op_runs(ps, y))
+            continue;
+        if (oc->visited[y] != oc->gen) {
+            *bad_op = y;
+            return false;
+        }
+    }
+    return true;
+}

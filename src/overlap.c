@@ -1,1 +1,270 @@
-/* placeholder: being written */
+/* overlap: candidate pairs by sweep, with an interval treap for the live set. */
+#include "overlap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tnode {
+    uint64_t start, end, max_end;
+    uint32_t left, right; /* node indices, NO_INDEX for none */
+    uint32_t prio;
+    uint32_t root; /* tensor index; also the tie-breaker of the key */
+} tnode;
+
+typedef struct treap {
+    tnode *n;       /* one node per tensor index (only roots used) */
+    uint32_t *stack;
+} treap;
+
+static inline bool key_less(const tnode *a, const tnode *b)
+{
+    return a->start < b->start || (a->start == b->start && a->root < b->root);
+}
+
+static void pull(tnode *n, uint32_t x)
+{
+    uint64_t m = n[x].end;
+    if (n[x].left != NO_INDEX && n[n[x].left].max_end > m)
+        m = n[n[x].left].max_end;
+    if (n[x].right != NO_INDEX && n[n[x].right].max_end > m)
+        m = n[n[x].right].max_end;
+    n[x].max_end = m;
+}
+
+/* Split the tree at node x's key: keys < x go left, the rest right. */
+static void split(tnode *n, uint32_t t, const tnode *key, uint32_t *l, uint32_t *r)
+{
+    if (t == NO_INDEX) {
+        *l = *r = NO_INDEX;
+        return;
+    }
+    if (key_less(&n[t], key)) {
+        split(n, n[t].right, key, &n[t].right, r);
+        *l = t;
+    } else {
+        split(n, n[t].left, key, l, &n[t].left);
+        *r = t;
+    }
+    pull(n, t);
+}
+
+static uint32_t merge(tnode *n, uint32_t l, uint32_t r)
+{
+    if (l == NO_INDEX)
+        return r;
+    if (r == NO_INDEX)
+        return l;
+    if (n[l].prio > n[r].prio) {
+        n[l].right = merge(n, n[l].right, r);
+        pull(n, l);
+        return l;
+    }
+    n[r].left = merge(n, l, n[r].left);
+    pull(n, r);
+    return r;
+}
+
+static uint32_t insert(tnode *n, uint32_t t, uint32_t x)
+{
+    uint32_t l, r;
+    split(n, t, &n[x], &l, &r);
+    return merge(n, merge(n, l, x), r);
+}
+
+static uint32_t erase(tnode *n, uint32_t t, uint32_t x)
+{
+    if (t == NO_INDEX)
+        return NO_INDEX;
+    if (t == x) {
+        uint32_t m = merge(n, n[t].left, n[t].right);
+        return m;
+    }
+    if (key_less(&n[x], &n[t]))
+        n[t].left = erase(n, n[t].left, x);
+    else
+        n[t].right = erase(n, n[t].right, x);
+    pull(n, t);
+    return t;
+}
+
+/* Reports every node of tree t whose [start, end) meets [qs, qe). */
+static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who,
+                 overlap_pair_fn fn, void *ctx)
+{
+    tnode *n = tr->n;
+    size_t top = 0;
+    if (t != NO_INDEX)
+        tr->stack[top++] = t;
+    while (top > 0) {
+        uint32_t x = tr->stack[--top];
+        if (n[x].max_end <= qs)
+            continue; /* nothing below ends after the query starts */
+        if (n[x].left != NO_INDEX)
+            tr->stack[top++] = n[x].left;
+        if (n[x].start < qe) {
+            if (n[x].end > qs) {
+                int rc = fn(ctx, n[x].root, who);
+                if (rc)
+                    return rc;
+            }
+            if (n[x].right != NO_INDEX)
+                tr->stack[top++] = n[x].right;
+        }
+    }
+    return 0;
+}
+
+/* Counting sort of the roots taking part by a step key in [-1, n_ops]. */
+static uint32_t *sort_by_step(const tlsan_plan *p, const uint32_t *roots, size_t n_roots,
+                              const life *hull, bool by_last)
+{
+    size_t n_keys = p->n_ops + 2;
+    uint32_t *count = calloc(n_keys + 1, sizeof *count);
+    uint32_t *out = malloc((n_roots ? n_roots : 1) * sizeof *out);
+    if (!count || !out) {
+        free(count);
+        free(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < n_roots; i++) {
+        life h = hull[roots[i]];
+        count[(size_t)((by_last ? h.last : h.first) + 1) + 1]++;
+    }
+    for (size_t k = 0; k < n_keys; k++)
+        count[k + 1] += count[k];
+    for (size_t i = 0; i < n_roots; i++) {
+        life h = hull[roots[i]];
+        out[count[(size_t)((by_last ? h.last : h.first) + 1)]++] = roots[i];
+    }
+    free(count);
+    return out;
+}
+
+/* The roots that take part: bytes > 0 and some access or flag. */
+static uint32_t *participants(const tlsan_plan *p, const access_index *ix, size_t *n_out)
+{
+    uint32_t *roots = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *roots);
+    if (!roots)
+        return NULL;
+    size_t n = 0;
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        if (p->tensors[t].root == t && p->tensors[t].bytes > 0 && !life_empty(ix->hull[t]))
+            roots[n++] = t;
+    *n_out = n;
+    return roots;
+}
+
+/* splitmix64: a fixed-seed priority stream keeps runs reproducible. */
+static uint32_t next_prio(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+
+int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx)
+{
+    int rc = -1;
+    size_t n = 0;
+    uint32_t *roots = participants(p, ix, &n);
+    uint32_t *by_first = NULL, *by_last = NULL, *tree_of_arena = NULL;
+    treap tr = {0};
+    if (!roots)
+        goto out;
+    by_first = sort_by_step(p, roots, n, ix->hull, false);
+    by_last = sort_by_step(p, roots, n, ix->hull, true);
+    tr.n = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *tr.n);
+    tr.stack = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *tr.stack);
+    tree_of_arena = malloc((p->n_arenas ? p->n_arenas : 1) * sizeof *tree_of_arena);
+    if (!by_first || !by_last || !tr.n || !tr.stack || !tree_of_arena)
+        goto out;
+    for (size_t a = 0; a < p->n_arenas; a++)
+        tree_of_arena[a] = NO_INDEX;
+    uint64_t seed = 0x746c73616eull;
+    size_t j = 0;
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        uint32_t r = by_first[i];
+        int32_t first = ix->hull[r].first;
+        /* Closed intervals: a root leaves only once its last step is before this first. */
+        while (j < n && ix->hull[by_last[j]].last < first) {
+            uint32_t d = by_last[j++];
+            uint32_t a = p->tensors[d].arena;
+            tree_of_arena[a] = erase(tr.n, tree_of_arena[a], d);
+        }
+        const tensor_rec *t = &p->tensors[r];
+        tnode *x = &tr.n[r];
+        x->start = t->offset_bytes;
+        x->end = x->max_end = root_end(t);
+        x->left = x->right = NO_INDEX;
+        x->prio = next_prio(&seed);
+        x->root = r;
+        rc = query(&tr, tree_of_arena[t->arena], x->start, x->end, r, fn, ctx);
+        tree_of_arena[t->arena] = insert(tr.n, tree_of_arena[t->arena], r);
+    }
+out:
+    free(roots);
+    free(by_first);
+    free(by_last);
+    free(tr.n);
+    free(tr.stack);
+    free(tree_of_arena);
+    return rc;
+}
+
+
+typedef struct byte_key {
+    uint32_t arena;
+    uint64_t start;
+    uint32_t root;
+} byte_key;
+
+static int cmp_byte_key(const void *x, const void *y)
+{
+    const byte_key *a = x, *b = y;
+    if (a->arena != b->arena)
+        return a->arena < b->arena ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return a->root < b->root ? -1 : a->root > b->root;
+}
+
+int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx)
+{
+    int rc = -1;
+    size_t n = 0;
+    uint32_t *roots = participants(p, ix, &n);
+    byte_key *keys = NULL;
+    uint32_t *open = NULL;
+    if (!roots)
+        goto out;
+    keys = malloc((n ? n : 1) * sizeof *keys);
+    open = malloc((n ? n : 1) * sizeof *open);
+    if (!keys || !open)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (byte_key){p->tensors[roots[i]].arena, p->tensors[roots[i]].offset_bytes,
+                             roots[i]};
+    qsort(keys, n, sizeof *keys, cmp_byte_key);
+    size_t n_open = 0;
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i > 0 && keys[i].arena != keys[i - 1].arena)
+            n_open = 0;
+        /* Drop the intervals that end at or before this start; the rest all overlap it. */
+        size_t w = 0;
+        for (size_t k = 0; k < n_open; k++)
+            if (root_end(&p->tensors[open[k]]) > keys[i].start)
+                open[w++] = open[k];
+        n_open = w;
+        for (size_t k = 0; k < n_open && rc == 0; k++)
+            rc = fn(ctx, open[k], keys[i].root);
+        open[n_open++] = keys[i].root;
+    }
+out:
+    free(roots);
+    free(keys);
+    free(open);
+    return rc;
+}

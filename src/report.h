@@ -10,7 +10,8 @@
 
 typedef struct plan_stats {
     size_t n_tensors, n_roots, n_ops;
-    tlsan_arena_stats *arenas; /* n_arenas entries, names point into the plan */
+    tlsan_arena_stats *arenas; /* n_arenas entries (malloc'd, freed by tlsan_report_free),
+                                  names point into the plan */
     size_t n_arenas;
     bool paths_approximate; /* some pair or root was judged on the union of paths */
 } plan_stats;
@@ -46,6 +47,12 @@ static inline const tlsan_plan *report_plan_of(const tlsan_report *r, const tlsa
  * buf when it needs to format. */
 const char *report_plan_label(const tlsan_report *r, size_t i, char *buf, size_t buf_bytes);
 
+/* Index in `plan` of the finding's tensor i: its tensor_index when that is given and `plan`
+ * is the finding's plan, else looked up by name (cache collisions, a second plan).
+ * NO_INDEX when the plan has no such tensor. */
+uint32_t report_tensor_of(const tlsan_report *r, const tlsan_finding *f, size_t i,
+                          const tlsan_plan *plan);
+
 /* Writers. `label` is the input's file name as the user gave it. All return 0, or -1 when
  * the stream or an allocation fails. */
 typedef struct report_text_options {
@@ -56,8 +63,39 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
                       FILE *out);
 /* One JSON object on one line: {"file": ..., "findings": [...], "stats": {...}}. */
 int report_write_json(const tlsan_report *r, const char *label, FILE *out);
-/* One SARIF 2.1.0 log for several inputs (one run, one result per finding). */
-int report_write_sarif(const tlsan_report *const *reports, const char *const *labels, size_t n,
-                       FILE *out);
+/* The line an invalid input gets in JSON output, so that the output stays one object per
+ * input: {"file": LABEL, "error": {"where", "line", "column", "what"}}. */
+int report_write_json_error(const char *label, const tlsan_error *err, FILE *out);
+/* One SARIF 2.1.0 log for n inputs (one run, one result per finding). reports[i] is NULL for
+ * an input that could not be checked: errors[i] (errors may be NULL) then becomes a tool
+ * execution notification and the invocation is marked unsuccessful. */
+int report_write_sarif(const tlsan_report *const *reports, const char *const *labels,
+                       const tlsan_error *const *errors, size_t n, FILE *out);
+
+/* JSON output helpers shared by the JSON and SARIF writers (report_json.c). A generator
+ * made by report_gen_new() prints straight into `out`; every helper keeps going after an
+ * error, and report_gen_finish() tells whether everything was written. */
+typedef struct report_gen {
+    struct yajl_gen_t *g;
+    FILE *out;
+    bool failed;
+} report_gen;
+int report_gen_init(report_gen *j, FILE *out);
+/* Frees the generator; returns 0 when every value and the stream were fine, else -1. */
+int report_gen_finish(report_gen *j);
+void report_gen_str(report_gen *j, const char *s);
+void report_gen_i64(report_gen *j, int64_t v);
+void report_gen_u64(report_gen *j, uint64_t v);
+void report_gen_bool(report_gen *j, bool v);
+void report_gen_open_map(report_gen *j);
+void report_gen_close_map(report_gen *j);
+void report_gen_open_array(report_gen *j);
+void report_gen_close_array(report_gen *j);
+/* A [a, b] pair of integers. */
+void report_gen_pair_i64(report_gen *j, int64_t a, int64_t b);
+void report_gen_pair_u64(report_gen *j, uint64_t a, uint64_t b);
+/* The finding's optional fields shared by JSON and SARIF: "steps", "bytes", "path",
+ * "lifetimes", "ops", "approximate" (keys and values, inside an open map). */
+void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f);
 
 #endif

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# bench/run.sh [BUILD_DIR]: the checker benchmark (docs/performance.md).
+#
+# Builds nothing: BUILD_DIR (default "build") must hold tlsan and bench/tlsan_gen_plan,
+# bench/tlsan_naive_check (cmake -S . -B build && cmake --build build -j2).
+# For each size it generates a realistic plan (random inference-shaped DAG placed by a
+# greedy first-fit planner) with a few injected overlaps, times the WHOLE
+# `tlsan check --format json` process (JSON parse included; best of TLSAN_BENCH_REPEAT
+# runs, peak RSS the largest), checks that the findings are exactly the injected pairs,
+# and at the sizes the naive all-pairs baseline finishes (<= 10^5 roots) reports the ratio.
+# Prints a markdown table and the targets; exits 1 when any run's findings are wrong or
+# tlsan fails, 2 when a tool is missing.
+#
+# Environment: TLSAN_BENCH_SIZES ("1000 10000 100000 1000000"), TLSAN_BENCH_SEED (1),
+# TLSAN_BENCH_INJECT (5), TLSAN_BENCH_REPEAT (3), TLSAN_BENCH_NAIVE_MAX (100000),
+# TLSAN_BENCH_DIR (a temporary directory, removed afterwards unless given).
+set -euo pipefail
+
+build=${1:-build}
+sizes=${TLSAN_BENCH_SIZES:-"1000 10000 100000 1000000"}
+seed=${TLSAN_BENCH_SEED:-1}
+inject=${TLSAN_BENCH_INJECT:-5}
+repeat=${TLSAN_BENCH_REPEAT:-3}
+naive_max=${TLSAN_BENCH_NAIVE_MAX:-100000}
+
+tlsan=$build/tlsan
+gen=$build/bench/tlsan_gen_plan
+naive=$build/bench/tlsan_naive_check
+for tool in "$tlsan" "$gen" "$naive"; do
+    if [[ ! -x $tool ]]; then
+        echo "bench/run.sh: $tool not found; build first: cmake -S . -B $build && cmake --build $build -j2" >&2
+        exit 2
+    fi
+done
+if [[ ! -x /usr/bin/time ]]; then
+    echo "bench/run.sh: /usr/bin/time is missing (peak memory): apt-get install time" >&2
+    exit 2
+fi
+if ! command -v jq >/dev/null; then
+    echo "bench/run.sh: jq is missing (reads the findings): apt-get install jq" >&2
+    exit 2
+fi
+
+if [[ -n ${TLSAN_BENCH_DIR:-} ]]; then
+    work=$TLSAN_BENCH_DIR
+    mkdir -p "$work"
+else
+    work=$(mktemp -d "${TMPDIR:-/tmp}/tlsan-bench.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+fi
+
+# Wall seconds between two $EPOCHREALTIME readings (microsecond resolution; /usr/bin/time's
+# %e has only 10 ms, too coarse for the small plans).
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }'; }
+
+cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+echo "# tlsan check benchmark"
+echo
+echo "machine: $(nproc) cores, ${cpu:-unknown CPU}; seed $seed, $inject injected moves per plan," \
+    "check time = best of $repeat whole-process runs of \`tlsan check --format json\`"
+echo
+
+failed=0
+rows=()
+prev_n="" prev_t=""
+max_growth=0
+t_1e6="" bpr_1e6=""
+for n in $sizes; do
+    plan=$work/plan-$n.json
+    g0=$EPOCHREALTIME
+    "$gen" --roots "$n" --seed "$seed" --inject "$inject" -o "$plan" 2>"$work/gen-$n.log"
+    g1=$EPOCHREALTIME
+    gen_s=$(elapsed "$g0" "$g1")
+    n_ops=$(sed -n 's/.* \([0-9]*\) ops,.*/\1/p' "$work/gen-$n.log")
+    plan_mb=$(awk -v b="$(stat -c %s "$plan")" 'BEGIN { printf "%.1f", b / 1048576 }')
+    expected=$work/expected-$n.txt
+    sed 's/^/live-overlap /' "$plan.injected" | LC_ALL=C sort >"$expected"
+    want_status=0
+    [[ -s $expected ]] && want_status=1
+
+    best="" peak_kb=0 status_ok=1
+    for ((r = 0; r < repeat; r++)); do
+        t0=$EPOCHREALTIME
+        set +e
+        /usr/bin/time -f '%e %M' -o "$work/time-$n.txt" "$tlsan" check --format json "$plan" \
+            >"$work/out-$n.json" 2>"$work/err-$n.txt"
+        status=$?
+        set -e
+        t1=$EPOCHREALTIME
+        s=$(elapsed "$t0" "$t1")
+        kb=$(awk '{ print $2 }' "$work/time-$n.txt" | tail -1)
+        if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
+        ((kb > peak_kb)) && peak_kb=$kb
+        if ((status != want_status)); then
+            echo "FAIL: $n roots: tlsan exited $status, expected $want_status:" >&2
+            head -5 "$work/err-$n.txt" >&2
+            status_ok=0
+            break
+        fi
+    done
+
+    got=$work/got-$n.txt
+    verdict="ok"
+    if ((status_ok)) && jq -r '.findings[] | "\(.kind) \(.tensors | sort | join(" "))"' \
+        "$work/out-$n.json" 2>/dev/null | LC_ALL=C sort >"$got"; then
+        if ! diff -q "$expected" "$got" >/dev/null; then
+            verdict="WRONG"
+            echo "FAIL: $n roots: findings differ from the injected pairs (< expected, > got):" >&2
+            diff "$expected" "$got" | head -20 >&2 || true
+        fi
+    else
+        verdict="FAILED"
+        ((status_ok)) && echo "FAIL: $n roots: tlsan's output is not the JSON report" >&2
+    fi
+    [[ $verdict == ok ]] || failed=1
+    n_expected=$(wc -l <"$expected")
+    n_got=$( [[ -f $got ]] && wc -l <"$got" || echo 0)
+
+    growth="-"
+    if [[ -n $prev_t ]]; then
+        growth=$(ratio "$best" "$prev_t")
+        # growth is per 10x only between sizes 10x apart
+        if [[ $n == $((prev_n * 10)) ]]; then
+            max_growth=$(awk -v a="$growth" -v b="$max_growth" 'BEGIN { print (a > b) ? a : b }')
+        fi
+    fi
+    bpr=$(awk -v k="$peak_kb" -v n="$n" 'BEGIN { printf "%.0f", k * 1024 / n }')
+    rss_mb=$(awk -v k="$peak_kb" 'BEGIN { printf "%.1f", k / 1024 }')
+
+    naive_s="-" naive_ns="-" speedup="-"
+    if ((n <= naive_max)); then
+        line=$("$naive" --max-roots "$naive_max" "$plan")
+        naive_s=$(awk '{ printf "%.4f", $8 }' <<<"$line")
+        naive_ns=$(awk '{ printf "%.2f", $10 }' <<<"$line")
+        naive_conf=$(awk '{ print $6 }' <<<"$line")
+        if [[ $naive_conf != "$n_expected" ]]; then
+            echo "FAIL: $n roots: the naive check found $naive_conf conflicts, the generator $n_expected" >&2
+            failed=1
+        fi
+        speedup=$(ratio "$naive_s" "$best")
+    fi
+    rows+=("| $n | $n_ops | $plan_mb | $gen_s | $best | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $naive_ns | $speedup |")
+    if [[ $n == 1000000 ]]; then t_1e6=$best bpr_1e6=$bpr; fi
+    prev_n=$n prev_t=$best
+done
+
+echo "| roots | ops | plan MB | generate s | tlsan check s | growth | peak RSS MB | bytes/root | findings (got/injected) | naive pair loop s | naive ns/pair | naive / tlsan |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
+printf '%s\n' "${rows[@]}"
+echo
+echo "naive: all pairs with the seed rule, only its pair loop timed; tlsan: the whole process."
+echo
+met() { if awk "BEGIN { exit !($1) }"; then echo "met"; else echo "NOT met"; fi; }
+if [[ -n $t_1e6 ]]; then
+    echo "- 10^6 roots in under 3 s (whole process): ${t_1e6} s, $(met "$t_1e6 < 3")"
+    echo "- peak memory under 300 bytes per root at 10^6: ${bpr_1e6} B, $(met "$bpr_1e6 < 300")"
+fi
+echo "- growth under 12x per 10x: largest ${max_growth}x, $(met "$max_growth < 12")"
+if ((failed)); then
+    echo
+    echo "FAILED: some findings were wrong (see above)"
+    exit 1
+fi

@@ -1,0 +1,41 @@
+/* order: the executor's happens-before relation (plan-format.md, "Order").
+ *
+ * Under "sequential" with one stream every op is ordered by the list. Otherwise an order
+ * query asks whether every access of an earlier tenant of some bytes happens before the
+ * first access of the later tenant on the current branch path. Instead of a full N x N
+ * closure, each query walks the happens-before edges backwards from the later tenant's first
+ * access, on demand, visiting only ops at or after the earlier tenant's first access
+ * (edges always point forward in the list, so nothing earlier can lie on a path). The
+ * edges are generated lazily from the plan: per-stream program order, record->wait,
+ * sync and `after` for sequential schedules; per-root write->read/write and read->write,
+ * sync and `after` for dataflow. Cost per query: O(ops and edges in that step range). */
+#ifndef TLSAN_ORDER_H
+#define TLSAN_ORDER_H
+
+#include "lifetime.h"
+
+typedef struct order_ctx {
+    const tlsan_plan *plan;
+    const access_index *ix;
+    bool total;                  /* sequential with at most one stream: list order is the order */
+    uint32_t *prev_same_stream;  /* per op: previous op on its stream, NO_INDEX if none */
+    uint32_t *prev_record;       /* per record op: previous record of its event */
+    uint32_t *last_record_before; /* per wait op: latest record of its event listed before it */
+    uint32_t *prev_sync;         /* per op: latest sync op listed before it */
+    uint32_t *visited;           /* per op: stamp of the query that reached it */
+    uint32_t gen;
+    uint32_t *stack;
+} order_ctx;
+
+/* 0 on success, -1 when out of memory. */
+int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix);
+void order_free(order_ctx *oc);
+
+/* True when, on the path of `ps`, every access of root `early` that runs happens before op
+ * `late_first` (the later root's first access). When false, *bad_op is an access of `early`
+ * not ordered before it. Only ops in steps lo..late_first are visited, where lo is the first
+ * access of `early`; every if of a conditional op in that range must be fixed in `ps`. */
+bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                  uint32_t *bad_op);
+
+#endif

@@ -1,0 +1,36 @@
+/* overlap: find the pairs of storage roots that could collide, without comparing all pairs.
+ *
+ * overlap_live_pairs() sweeps over steps: roots enter at the first step of their hull
+ * lifetime (the union over all paths) and leave after its last; the roots alive at a step
+ * are kept per arena in an interval treap over byte ranges (a randomized balanced search
+ * tree keyed by start offset, each node annotated with the largest end offset in its
+ * subtree, as in the augmented interval trees of Cormen et al., "Introduction to
+ * Algorithms", 3rd ed., section 14.3; treaps: Seidel and Aragon, "Randomized search trees",
+ * Algorithmica 1996). Each entering root asks the treap for every live root whose bytes it
+ * shares: O((N + K) log N) for N roots and K reported pairs. Step keys are bounded by the
+ * number of ops, so both event orders come from a counting sort.
+ *
+ * overlap_byte_pairs() reports every pair that shares bytes at all (whatever the lifetimes),
+ * for plans whose order is not total and so need a happens-before query per reuse: it
+ * sweeps over offsets with the open intervals in a list, O(N log N + K). */
+#ifndef TLSAN_OVERLAP_H
+#define TLSAN_OVERLAP_H
+
+#include "lifetime.h"
+
+/* Called once per unordered pair (a != b, both storage roots of one arena). Return 0 to go
+ * on, non-zero to stop (the value is passed back). */
+typedef int (*overlap_pair_fn)(void *ctx, uint32_t a, uint32_t b);
+
+/* Roots with no bytes or an empty hull take no part. Returns 0, the callback's non-zero
+ * value, or -1 when out of memory. */
+int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
+int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
+
+/* Bytes [start, end) of a root in its arena, end saturated at UINT64_MAX. */
+static inline uint64_t root_end(const tensor_rec *t)
+{
+    return t->offset_bytes > UINT64_MAX - t->bytes ? UINT64_MAX : t->offset_bytes + t->bytes;
+}
+
+#endif

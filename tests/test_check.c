@@ -1,0 +1,262 @@
+/* check: scenarios beyond the shared cases, each with its exact findings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "support/tcheck.h"
+
+#define HEAD "{'tlsan_plan':1,'arenas':[{'name':'a0','bytes':65536,'alignment':64}],"
+
+static void expect(const char *json_q, const char *want)
+{
+    char *got = tcheck_q(json_q, 0);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "got:\n%s\nwant:\n%s\n", got, want);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* 40 independent ifs, each with two exclusive arms sharing one slot, plus one real bug:
+ * z lives across everything on the bytes of p5. Paths must not multiply. */
+static void forty_independent_ifs(void **state)
+{
+    (void)state;
+    size_t cap = 1 << 16, len = 0;
+    char *j = malloc(cap);
+    len += (size_t)snprintf(j + len, cap - len,
+                            "{'tlsan_plan':1,'arenas':[{'name':'a0','bytes':1048576}],'tensors':["
+                            "{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                            "{'name':'z','bytes':64,'arena':'a0','offset':%d},"
+                            "{'name':'out','bytes':64,'arena':'a0','offset':64,'output':true}",
+                            128 + 5 * 192);
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(j + len, cap - len,
+                                ",{'name':'p%d','bytes':64,'arena':'a0','offset':%d}"
+                                ",{'name':'q%d','bytes':64,'arena':'a0','offset':%d}"
+                                ",{'name':'y%d','bytes':64,'arena':'a0','offset':%d,'output':true}",
+                                i, 128 + i * 192, i, 128 + i * 192, i, 128 + i * 192 + 64);
+    len += (size_t)snprintf(j + len, cap - len,
+                            "],'ops':[{'name':'mkz','reads':['x'],'writes':['z']}");
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(
+            j + len, cap - len,
+            ",{'name':'t%d','reads':['x'],'writes':['p%d'],'branch':{'if':'c%d','arm':'then'}}"
+            ",{'name':'t%db','reads':['p%d'],'writes':['y%d'],'branch':{'if':'c%d','arm':'then'}}"
+            ",{'name':'e%d','reads':['x'],'writes':['q%d'],'branch':{'if':'c%d','arm':'else'}}"
+            ",{'name':'e%db','reads':['q%d'],'writes':['y%d'],'branch':{'if':'c%d','arm':'else'}}",
+            i, i, i, i, i, i, i, i, i, i, i, i, i, i);
+    len += (size_t)snprintf(j + len, cap - len,
+                            ",{'name':'fin','reads':['z'],'writes':['out']}]}");
+    assert_true(len < cap);
+    clock_t t0 = clock();
+    char *got = tcheck_q(j, 0);
+    double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    assert_string_equal(got, "live-overlap p5 z\nlive-overlap q5 z");
+    assert_true(s < 1.0);
+    free(got);
+    free(j);
+}
+
+/* When a pair has more paths than allowed, the union of paths is used and says so. */
+static void too_many_paths_is_approximate(void **state)
+{
+    (void)state;
+    const char *plan =
+        HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+             "{'name':'p','bytes':64,'arena':'a0','offset':64},"
+             "{'name':'q','bytes':64,'arena':'a0','offset':64},"
+             "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+             "{'name':'a','reads':['x'],'writes':['p'],'branch':{'if':'c','arm':'then'}},"
+             "{'name':'b','reads':['x'],'writes':['q'],'branch':{'if':'c','arm':'else'}},"
+             "{'name':'c','reads':['p'],'writes':['y'],'branch':{'if':'c','arm':'then'}},"
+             "{'name':'d','reads':['q'],'writes':['y'],'branch':{'if':'c','arm':'else'}}]}";
+    char *exact = tcheck_q(plan, 0);
+    assert_string_equal(exact, "");
+    free(exact);
+    char *approx = tcheck_q(plan, 1);
+    assert_string_equal(approx, "live-overlap p q");
+    free(approx);
+    tlsan_plan *p = tcheck_plan_q(plan);
+    tlsan_check_options opt = {.max_paths = 1};
+    tlsan_report *r = NULL;
+    assert_int_equal(tlsan_check(p, &opt, &r), TLSAN_OK);
+    assert_int_equal(tlsan_report_count(r), 1);
+    assert_true(tlsan_report_finding(r, 0)->approximate);
+    tlsan_report_free(r);
+    tlsan_plan_free(p);
+}
+
+/* In-place inside a loop: fine when the input is born in the body, not when it is carried
+ * in from before the loop (then it is live to the loop's end, past the in-place op). */
+static void inplace_in_loop(void **state)
+{
+    (void)state;
+    expect(HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                "{'name':'h','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'g','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+                "{'name':'mk','reads':['x'],'writes':['h'],'loop':'L'},"
+                "{'name':'relu','reads':['h'],'writes':['g'],'inplace':[['g','h']],'loop':'L'},"
+                "{'name':'use','reads':['g'],'writes':['y'],'loop':'L'}]}",
+           "");
+    expect(HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                "{'name':'h','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'g','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+                "{'name':'mk','reads':['x'],'writes':['h']},"
+                "{'name':'relu','reads':['h'],'writes':['g'],'inplace':[['g','h']],'loop':'L'},"
+                "{'name':'use','reads':['g'],'writes':['y'],'loop':'L'}]}",
+           "bad-inplace g h");
+}
+
+/* Written on one arm only, read on both: the other arm reads garbage. */
+static void read_before_write_on_one_arm(void **state)
+{
+    (void)state;
+    expect(HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                "{'name':'t','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+                "{'name':'w','reads':['x'],'writes':['t'],'branch':{'if':'c','arm':'then'}},"
+                "{'name':'r','reads':['t'],'writes':['y']}]}",
+           "read-before-write t");
+}
+
+#define ASYNC_TENSORS                                                                              \
+    "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"                     \
+    "{'name':'a','bytes':64,'arena':'a0','offset':64},"                                            \
+    "{'name':'b','bytes':64,'arena':'a0','offset':64},"                                            \
+    "{'name':'c','bytes':64,'arena':'a0','offset':128},"                                           \
+    "{'name':'y','bytes':64,'arena':'a0','offset':192,'output':true}],"
+
+/* A barrier orders the copy stream's read before the main stream's reuse. */
+static void sync_orders_streams(void **state)
+{
+    (void)state;
+    expect(HEAD ASYNC_TENSORS "'ops':[{'name':'prod','reads':['x'],'writes':['a']},"
+                              "{'name':'ev','record':'e0'},"
+                              "{'name':'w','wait':'e0','stream':'copy'},"
+                              "{'name':'cp','reads':['a'],'writes':['c'],'stream':'copy'},"
+                              "{'name':'bar','sync':true},"
+                              "{'name':'next','reads':['x'],'writes':['b']},"
+                              "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
+           "");
+    /* `after` is an explicit edge too. */
+    expect(HEAD ASYNC_TENSORS
+           "'ops':[{'name':'prod','reads':['x'],'writes':['a']},"
+           "{'name':'ev','record':'e0'},"
+           "{'name':'w','wait':'e0','stream':'copy'},"
+           "{'name':'cp','reads':['a'],'writes':['c'],'stream':'copy'},"
+           "{'name':'next','reads':['x'],'writes':['b'],'after':['cp']},"
+           "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
+           "");
+}
+
+/* A wait pairs with the latest earlier record of its event: recorded before the copy ran,
+ * it does not cover the copy. */
+static void wait_pairs_with_latest_record(void **state)
+{
+    (void)state;
+    expect(HEAD ASYNC_TENSORS "'ops':[{'name':'prod','reads':['x'],'writes':['a']},"
+                              "{'name':'ev','record':'e0'},"
+                              "{'name':'w0','wait':'e0','stream':'copy'},"
+                              "{'name':'early','record':'e1','stream':'copy'},"
+                              "{'name':'cp','reads':['a'],'writes':['c'],'stream':'copy'},"
+                              "{'name':'w1','wait':'e1'},"
+                              "{'name':'next','reads':['x'],'writes':['b']},"
+                              "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
+           "unordered-reuse a b");
+}
+
+/* Under dataflow, order may come through another root's dependency chain. */
+static void dataflow_chain(void **state)
+{
+    (void)state;
+    expect("{'tlsan_plan':1,'schedule':'dataflow','arenas':[{'name':'a0','bytes':65536}],"
+           ASYNC_TENSORS "'ops':[{'name':'f','reads':['x'],'writes':['a']},"
+                         "{'name':'g','reads':['a'],'writes':['c']},"
+                         "{'name':'h','reads':['c'],'writes':['b']},"
+                         "{'name':'k','reads':['b','c'],'writes':['y']}]}",
+           "");
+}
+
+/* Views: past their base's end, misaligned by their own alignment, and a declared
+ * lifetime on a view judged by the view's own accesses. */
+static void view_layout_and_lifetime(void **state)
+{
+    (void)state;
+    expect(HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                "{'name':'a','bytes':256,'arena':'a0','offset':64},"
+                "{'name':'v','bytes':128,'view_of':'a','view_offset':192,'alignment':512},"
+                "{'name':'w','bytes':64,'view_of':'a','view_offset':0,'lifetime':[1,1]},"
+                "{'name':'y','bytes':64,'arena':'a0','offset':512,'output':true}],'ops':["
+                "{'name':'f','reads':['x'],'writes':['a']},"
+                "{'name':'g','reads':['w'],'writes':['y']},"
+                "{'name':'h','reads':['w','y'],'writes':['y']}]}",
+           "lifetime-too-short w\nmisaligned v\nout-of-bounds v");
+}
+
+/* A constant is live from before the first op to after the last. */
+static void constant_is_live_throughout(void **state)
+{
+    (void)state;
+    expect(HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+                "{'name':'w','bytes':64,'arena':'a0','offset':64,'constant':true},"
+                "{'name':'t','bytes':64,'arena':'a0','offset':64},"
+                "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+                "{'name':'f','reads':['x'],'writes':['t']},"
+                "{'name':'g','reads':['t'],'writes':['y']}]}",
+           "live-overlap t w");
+}
+
+/* Stats: required = largest end offset; lower bound = peak of live bytes at one step. */
+static void arena_stats(void **state)
+{
+    (void)state;
+    tlsan_plan *p = tcheck_plan_q(
+        HEAD "'tensors':[{'name':'x','bytes':100,'arena':'a0','offset':0,'input':true},"
+             "{'name':'a','bytes':200,'arena':'a0','offset':128},"
+             "{'name':'b','bytes':300,'arena':'a0','offset':384},"
+             "{'name':'c','bytes':200,'arena':'a0','offset':128},"
+             "{'name':'y','bytes':50,'arena':'a0','offset':704,'output':true}],'ops':["
+             "{'name':'f','reads':['x'],'writes':['a']},"
+             "{'name':'g','reads':['a'],'writes':['b']},"
+             "{'name':'h','reads':['b'],'writes':['c']},"
+             "{'name':'k','reads':['c'],'writes':['y']}]}");
+    tlsan_report *r = NULL;
+    assert_int_equal(tlsan_check(p, NULL, &r), TLSAN_OK);
+    assert_int_equal(tlsan_report_count(r), 0);
+    assert_int_equal(tlsan_report_n_arena_stats(r, 0), 1);
+    const tlsan_arena_stats *s = tlsan_report_arena_stats(r, 0, 0);
+    assert_string_equal(s->name, "a0");
+    assert_int_equal(s->bytes, 65536);
+    assert_int_equal(s->required_bytes, 754);
+    /* x lives -1..0, a 0..1, b 1..2, c 2..3, y 3..4: the peak is a+b or b+c = 500 */
+    assert_int_equal(s->lower_bound_bytes, 500);
+    assert_true(s->efficiency > 0.663 && s->efficiency < 0.664);
+    tlsan_report_free(r);
+    tlsan_plan_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(forty_independent_ifs),
+        cmocka_unit_test(too_many_paths_is_approximate),
+        cmocka_unit_test(inplace_in_loop),
+        cmocka_unit_test(read_before_write_on_one_arm),
+        cmocka_unit_test(sync_orders_streams),
+        cmocka_unit_test(wait_pairs_with_latest_record),
+        cmocka_unit_test(dataflow_chain),
+        cmocka_unit_test(view_layout_and_lifetime),
+        cmocka_unit_test(constant_is_live_throughout),
+        cmocka_unit_test(arena_stats),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
