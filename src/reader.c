@@ -565,7 +565,7 @@ static bool get_count(reader *r, vkind vk, const char *s, size_t len, const char
 static bool check_text(reader *r, const char *s, size_t len, const char *label)
 {
     if (memchr(s, '\0', len))
-        return FAIL_VALUE(r, "%s contains a NUL character (\\u0000); names are C strings here",
+        return FAIL_VALUE(r, "'%s' contains a NUL character (\\u0000); names are C strings here",
                           label);
     return true;
 }
@@ -578,7 +578,7 @@ static bool get_str(reader *r, vkind vk, const char *s, size_t len, const char *
         return FAIL_VALUE(r, "'%s' must be a string, not %s", label, vkind_names[vk]);
     if (nonempty && len == 0)
         return FAIL_VALUE(r, "'%s' must be a non-empty string", label);
-    if (!check_text(r, s, len, "the string"))
+    if (!check_text(r, s, len, label))
         return false;
     obj *o = &r->o;
     if (RGROW(r, o->chars, o->cap_chars, o->n_chars, len + 1) != 0)
@@ -1448,6 +1448,38 @@ static void syntax_error(reader *r, bool at_end)
     r->e = r->tmp;
 }
 
+/* Places a syntax error yajl found after consuming n bytes of p: at the last
+ * non-blank character it consumed, which is the offending token (or its end). */
+static void place_error(reader *r, const unsigned char *p, size_t n)
+{
+    int line = r->line, column = r->column;
+    bool found = false;
+    int at_line = line, at_column = column;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c == '\n') {
+            line++;
+            column = 1;
+            continue;
+        }
+        if ((c & 0xC0) == 0x80)
+            continue;
+        if (c != ' ' && c != '\t' && c != '\r') {
+            at_line = line;
+            at_column = column;
+            found = true;
+        }
+        column++;
+    }
+    if (found) {
+        r->line = at_line;
+        r->column = at_column;
+    } else {
+        r->line = line;
+        r->column = column;
+    }
+}
+
 static bool feed(reader *r, const unsigned char *p, size_t n)
 {
     yajl_status ys = yajl_parse(r->h, p, n);
@@ -1457,7 +1489,7 @@ static bool feed(reader *r, const unsigned char *p, size_t n)
     }
     if (ys == yajl_status_client_canceled && r->st != TLSAN_OK)
         return false;
-    advance(r, p, yajl_get_bytes_consumed(r->h));
+    place_error(r, p, yajl_get_bytes_consumed(r->h));
     syntax_error(r, false);
     return false;
 }

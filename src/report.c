@@ -216,3 +216,33 @@ const tlsan_arena_stats *tlsan_report_arena_stats(const tlsan_report *report, si
         return NULL;
     return &report->stats[plan_index].arenas[arena_index];
 }
+
+tlsan_status tlsan_report_write(const tlsan_report *report, tlsan_format format,
+                                const char *label, FILE *out)
+{
+    if (!report || !out)
+        return TLSAN_ERR_ARG;
+    if (!label)
+        label = "<plan>";
+    int rc;
+    switch (format) {
+    case TLSAN_FORMAT_TEXT: {
+        report_text_options opt = {0};
+        rc = report_write_text(report, label, &opt, out);
+        break;
+    }
+    case TLSAN_FORMAT_JSON:
+        rc = report_write_json(report, label, out);
+        break;
+    case TLSAN_FORMAT_SARIF: {
+        const tlsan_report *reports[1] = {report};
+        const char *labels[1] = {label};
+        const tlsan_error *errors[1] = {NULL};
+        rc = report_write_sarif(reports, labels, errors, 1, out);
+        break;
+    }
+    default:
+        return TLSAN_ERR_ARG;
+    }
+    return rc == 0 ? TLSAN_OK : TLSAN_ERR_IO;
+}

@@ -587,23 +587,25 @@ out:
 
 /* ---- building the plan ---- */
 
-/* The plan's name: the label's base name without ".json"; NULL for none. */
-static char *plan_name_of(const char *label) {
-    if (!label || !label[0] || strcmp(label, "-") == 0)
-        return NULL;
+/* The plan's name: the label's base name without ".json" in *out (malloc'd), or NULL when
+ * the label gives none ("-", "", a directory path). -1 when out of memory. */
+static int plan_name_of(const char *label, char **out) {
+    *out = NULL;
+    if (!label || strcmp(label, "-") == 0)
+        return 0;
     const char *base = strrchr(label, '/');
     base = base ? base + 1 : label;
     size_t len = strlen(base);
     if (len > 5 && strcmp(base + len - 5, ".json") == 0)
         len -= 5;
     if (len == 0)
-        return NULL;
-    char *s = malloc(len + 1);
-    if (s) {
-        memcpy(s, base, len);
-        s[len] = '\0';
-    }
-    return s;
+        return 0;
+    *out = malloc(len + 1);
+    if (!*out)
+        return -1;
+    memcpy(*out, base, len);
+    (*out)[len] = '\0';
+    return 0;
 }
 
 /* A builder refusal can only come from something the checks above let through; it is
@@ -624,13 +626,14 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
                                tlsan_error *err) {
     tlsan_status st = TLSAN_OK;
     tlsan_plan *p = tlsan_plan_create();
-    char *name = plan_name_of(label);
+    char *name = NULL;
+    int name_status = plan_name_of(label, &name);
     size_t max_names = 1;
     for (size_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].n_inputs + g->nodes[i].n_outputs > max_names)
             max_names = g->nodes[i].n_inputs + g->nodes[i].n_outputs;
     const char **names = malloc(max_names * sizeof *names);
-    if (!p || !names || (label && strcmp(label, "-") != 0 && label[0] && !name)) {
+    if (!p || !names || name_status != 0) {
         st = nomem(err);
         goto out;
     }

@@ -68,21 +68,27 @@ static int fast_findings(const tlsan_plan *p, tlsan_report **report, brute_findi
     return 0;
 }
 
+static bool same_finding(const brute_finding *a, const brute_finding *b) {
+    return a->kind == b->kind && a->n_tensors == b->n_tensors &&
+           strcmp(a->tensors[0], b->tensors[0]) == 0 &&
+           (a->n_tensors < 2 || strcmp(a->tensors[1], b->tensors[1]) == 0);
+}
+
+static bool contains(const brute_findings *set, const brute_finding *f) {
+    for (size_t i = 0; i < set->n; i++)
+        if (same_finding(&set->v[i], f))
+            return true;
+    return false;
+}
+
 /* The first finding (in set order) that is in exactly one of the two sets, or NULL. */
 static const brute_finding *first_difference(const brute_findings *a, const brute_findings *b) {
-    for (int pass = 0; pass < 2; pass++) {
-        const brute_findings *x = pass ? b : a, *y = pass ? a : b;
-        for (size_t i = 0; i < x->n; i++) {
-            bool found = false;
-            for (size_t j = 0; j < y->n && !found; j++)
-                found =
-                    x->v[i].kind == y->v[j].kind && x->v[i].n_tensors == y->v[j].n_tensors &&
-                    strcmp(x->v[i].tensors[0], y->v[j].tensors[0]) == 0 &&
-                    (x->v[i].n_tensors < 2 || strcmp(x->v[i].tensors[1], y->v[j].tensors[1]) == 0);
-            if (!found)
-                return &x->v[i];
-        }
-    }
+    for (size_t i = 0; i < a->n; i++)
+        if (!contains(b, &a->v[i]))
+            return &a->v[i];
+    for (size_t i = 0; i < b->n; i++)
+        if (!contains(a, &b->v[i]))
+            return &b->v[i];
     return NULL;
 }
 
@@ -114,11 +120,9 @@ static verdict compare(const tlsan_plan *p, tlsan_kind kind, FILE *log) {
             bool same_kind = false;
             for (int pass = 0; pass < 2; pass++) {
                 const brute_findings *x = pass ? &fast : &slow, *y = pass ? &slow : &fast;
-                for (size_t i = 0; i < x->n; i++) {
-                    brute_findings one = {&x->v[i], 1, 1};
-                    if (x->v[i].kind == kind && first_difference(&one, y))
+                for (size_t i = 0; i < x->n; i++)
+                    if (x->v[i].kind == kind && !contains(y, &x->v[i]))
                         same_kind = true;
-                }
             }
             if (!same_kind)
                 v = AGREE;

@@ -141,6 +141,14 @@ typedef enum tlsan_format {
     TLSAN_FORMAT_SARIF = 2, /**< SARIF 2.1.0 */
 } tlsan_format;
 
+/** Writes a report: TEXT (sanitizer layout, ending with a SUMMARY: line), JSON (one object
+ *  on one line) or SARIF 2.1.0. `label` names the input (a file name) in the output; NULL
+ *  means "<plan>". Returns TLSAN_OK, TLSAN_ERR_IO when the stream fails, TLSAN_ERR_NOMEM,
+ *  or TLSAN_ERR_ARG. The plans checked must still be alive. Thread-safe for distinct
+ *  streams. */
+TLSAN_API tlsan_status tlsan_report_write(const tlsan_report *report, tlsan_format format,
+                                          const char *label, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

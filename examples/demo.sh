@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job: build tlsan, then check real memory plans written by Apache TVM's planner
+# (../shared/real/tvm, when present) and this project's example plans (examples/plans),
+# showing the reports. Exit 0 when every result is the expected one.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$(nproc)" >/dev/null ||
+  { echo "demo: build failed" >&2; exit 2; }
+tlsan=build/tlsan
+bad=0
+
+tvm_dir=../shared/real/tvm
+if [ -d "$tvm_dir" ]; then
+  echo "== Real TVM graph-executor plans ($tvm_dir): each storage id is one slot of an arena"
+  for g in "$tvm_dir"/*.json; do
+    "$tlsan" check --from tvm "$g" | tail -n 1
+    [ "${PIPESTATUS[0]}" = 0 ] || bad=1
+  done
+  g=$tvm_dir/nonn__nonn_x86_wrn_fc.json
+  echo
+  echo "== The same planner output, converted to the plan format (tlsan import tvm)"
+  "$tlsan" import tvm "$g" -o build/demo-tvm-plan.json && echo "wrote build/demo-tvm-plan.json" || bad=1
+  "$tlsan" check build/demo-tvm-plan.json | tail -n 1
+else
+  echo "== $tvm_dir is absent (a clone outside the team): skipping the real TVM plans"
+fi
+
+echo
+echo "== Example plans (examples/plans): realistic plans, one with a planner bug"
+for p in examples/plans/*.json; do
+  echo
+  echo "--- $p"
+  "$tlsan" check "$p"
+  rc=$?
+  want=0
+  case "$(basename "$p")" in *bug*) want=1 ;; esac
+  if [ "$rc" != "$want" ]; then echo "demo: $p exited $rc, expected $want" >&2; bad=1; fi
+done
+echo
+if [ "$bad" = 0 ]; then echo "demo: every plan gave the expected result"; else echo "demo: UNEXPECTED RESULTS above"; fi
+exit "$bad"

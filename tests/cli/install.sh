@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The install rules work for an engine: install to a temporary prefix, build the API example
+# against it with find_package(tlsan) and with pkg-config, run both, compare exact output.
+set -u
+tlsan=$1 src=$3
+build=$(dirname "$tlsan")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { if [ "$2" = "$3" ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; echo " got: $2"; echo "want: $3"; fi; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null || { echo "install failed"; exit 1; }
+want="live-overlap: h g steps 1..2 bytes [4096, 8192)"
+cmake -S "$src/examples/api" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null &&
+  cmake --build "$tmp/cm" >/dev/null || { echo "find_package consumer failed to build"; exit 1; }
+out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cm/check_in_memory"); rc=$?
+check "find_package consumer output" "$out" "$want"
+check "find_package consumer exit" "$rc" 1
+
+pcdir=$(dirname "$(find "$tmp/prefix" -name tlsan.pc | head -n 1)")
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs tlsan) || { echo "pkg-config failed"; exit 1; }
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/api/check_in_memory.c" $flags -o "$tmp/pc" ||
+  { echo "pkg-config consumer failed to build"; exit 1; }
+out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/pc"); rc=$?
+check "pkg-config consumer output" "$out" "$want"
+check "installed tlsan --version" "$("$tmp/prefix/bin/tlsan" --version | head -n 1 | cut -d' ' -f1)" tlsan
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
