@@ -338,7 +338,8 @@ int ckey_end_map(ckey *k)
         m[i].text = k->out + m[i].start;
         m[i].key_len = key_len(m[i].text);
     }
-    qsort(m, n, sizeof *m, cmp_member);
+    if (n > 1)
+        qsort(m, n, sizeof *m, cmp_member);
     size_t body = k->n_out - f.start;
     if (grow(&k->alloc, (void **)&k->tmp, &k->cap_tmp, 0, body + n + 2, 1) != 0)
         return -1;
@@ -502,7 +503,7 @@ static int cb_end_array(void *ctx)
 }
 
 static const yajl_callbacks key_callbacks = {
-    cb_null,    cb_bool,      NULL,           NULL,        cb_number,    cb_string,
+    cb_null,      cb_bool,    NULL,       NULL,           cb_number,    cb_string,
     cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array,
 };
 
@@ -796,8 +797,8 @@ int cache_collisions(const tlsan_cache *c, tlsan_report *report)
             e++;
         if (e - g >= 2) {
             for (size_t a = g; a < e; a++)
-                if (!acc[refs[a].plan].begin && pa_build(c->plans[refs[a].plan],
-                                                         &acc[refs[a].plan]) != 0)
+                if (!acc[refs[a].plan].begin &&
+                    pa_build(c->plans[refs[a].plan], &acc[refs[a].plan]) != 0)
                     goto out;
             for (size_t a = g; a < e; a++)
                 for (size_t b = a + 1; b < e; b++)

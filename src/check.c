@@ -19,10 +19,17 @@
 #define STATS_MAX_PATHS 64u
 
 typedef struct inplace_decl {
-    uint32_t lo, hi;    /* the two storage roots, lo < hi */
-    uint32_t op;        /* declaring op */
-    uint32_t out, in;   /* the tensors as named in the declaration */
+    uint32_t lo, hi;  /* the two storage roots, lo < hi */
+    uint32_t op;      /* declaring op */
+    uint32_t out, in; /* the tensors as named in the declaration */
 } inplace_decl;
+
+typedef struct view_access {
+    uint32_t *start; /* n_tensors + 1 offsets; only views with a declared lifetime have any */
+    uint32_t *op;
+    uint8_t *rw;
+    uint8_t *flags; /* per tensor: input/output flags of the view tree below it */
+} view_access;
 
 typedef struct checker {
     const tlsan_plan *p;
@@ -36,6 +43,7 @@ typedef struct checker {
     inplace_decl *decls;
     size_t n_decls;
     tlsan_cond *path_buf; /* n_ifs entries */
+    view_access views;    /* built on demand */
     plan_stats *stats;
 } checker;
 
@@ -133,15 +141,15 @@ static int check_layout(checker *c)
                 if (report_add(c->r, &f,
                                "view '%s' covers bytes [%" PRIu64 ", %" PRIu64
                                ") of its base '%s', which has only %" PRIu64 " bytes",
-                               names[0], t->offset_bytes, end,
-                               strtab_str(&p->strings, b->name), b->bytes))
+                               names[0], t->offset_bytes, end, strtab_str(&p->strings, b->name),
+                               b->bytes))
                     return -1;
             }
         }
         f.kind = TLSAN_KIND_MISALIGNED;
         bool arena_bad = t->view_of == NO_INDEX && t->offset_bytes % a->alignment_bytes != 0;
-        bool own_bad = (t->flags & TREC_HAS_ALIGNMENT) &&
-                       t->abs_offset_bytes % t->alignment_bytes != 0;
+        bool own_bad =
+            (t->flags & TREC_HAS_ALIGNMENT) && t->abs_offset_bytes % t->alignment_bytes != 0;
         if (arena_bad || own_bad) {
             uint64_t need = own_bad ? t->alignment_bytes : a->alignment_bytes;
             if (report_add(c->r, &f,
@@ -216,64 +224,87 @@ static int check_read_before_write(checker *c, uint32_t r)
 
 /* ---- declared lifetimes ---- */
 
-typedef struct acc_pair {
-    uint32_t op;
-    uint8_t rw;
-} acc_pair;
+/* Accesses of the view trees below the views that declare a lifetime: for such a view,
+ * its own accesses and those of the views below it (plan-format.md: a tensor's derived
+ * lifetime). Built once, in one pass over the ops, walking each accessed tensor's chain of
+ * bases: O(accesses x view depth). */
 
-static int cmp_acc(const void *x, const void *y)
+static void view_access_free(view_access *va)
 {
-    const acc_pair *a = x, *b = y;
-    return a->op < b->op ? -1 : a->op > b->op;
+    free(va->start);
+    free(va->op);
+    free(va->rw);
+    free(va->flags);
+    memset(va, 0, sizeof *va);
 }
 
-/* Own accesses of the tensors in the view tree below `v` (v included), sorted, merged. */
-static int view_tree_accesses(const tlsan_plan *p, uint32_t v, acc_pair **out, size_t *n_out,
-                              unsigned *flags_out)
+static bool declares_view_lifetime(const tensor_rec *t)
 {
-    size_t n = 0, cap = 0;
-    acc_pair *acc = NULL;
-    unsigned flags = 0;
-    /* in_tree: tensor t is below v when v is on t's chain of bases. */
-    for (uint32_t t = 0; t < p->n_tensors; t++) {
-        uint32_t x = t;
-        while (x != v && p->tensors[x].view_of != NO_INDEX)
-            x = p->tensors[x].view_of;
-        if (x == v)
-            flags |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
-    }
-    for (uint32_t o = 0; o < p->n_ops; o++) {
-        const op_rec *r = &p->ops[o];
-        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
-            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
-                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
-            uint32_t x = t;
-            while (x != v && p->tensors[x].view_of != NO_INDEX)
-                x = p->tensors[x].view_of;
-            if (x != v)
-                continue;
-            uint8_t bit = (k < r->n_reads ? ACC_READ : ACC_WRITE) | (r->n_cond ? ACC_COND : 0);
-            if (n > 0 && acc[n - 1].op == o) {
-                acc[n - 1].rw |= bit;
-                continue;
-            }
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                acc_pair *na = realloc(acc, cap * sizeof *na);
-                if (!na) {
-                    free(acc);
-                    return -1;
+    return t->view_of != NO_INDEX && (t->flags & TREC_HAS_LIFETIME);
+}
+
+static int view_access_build(view_access *va, const tlsan_plan *p)
+{
+    size_t nt = p->n_tensors;
+    uint32_t *last = calloc(nt ? nt : 1, sizeof *last);
+    uint32_t *cursor = NULL;
+    va->start = calloc(nt + 1, sizeof *va->start);
+    va->flags = calloc(nt ? nt : 1, 1);
+    if (!last || !va->start || !va->flags)
+        goto fail;
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t x = t; x != NO_INDEX; x = p->tensors[x].view_of)
+            if (declares_view_lifetime(&p->tensors[x]))
+                va->flags[x] |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
+    /* Two passes (count, fill); `last` merges the accesses of one op to one view. */
+    for (int pass = 0; pass < 2; pass++) {
+        memset(last, 0, (nt ? nt : 1) * sizeof *last);
+        for (uint32_t o = 0; o < p->n_ops; o++) {
+            const op_rec *r = &p->ops[o];
+            uint8_t cond = r->n_cond ? ACC_COND : 0;
+            for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
+                uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
+                                            : p->id_pool.v[r->writes_start + k - r->n_reads];
+                uint8_t bit = k < r->n_reads ? ACC_READ : ACC_WRITE;
+                for (uint32_t x = t; x != NO_INDEX; x = p->tensors[x].view_of) {
+                    if (!declares_view_lifetime(&p->tensors[x]))
+                        continue;
+                    if (last[x] == o + 1) {
+                        if (pass == 1)
+                            va->rw[cursor[x] - 1] |= bit;
+                        continue;
+                    }
+                    last[x] = o + 1;
+                    if (pass == 0) {
+                        va->start[x + 1]++;
+                    } else {
+                        va->op[cursor[x]] = o;
+                        va->rw[cursor[x]] = bit | cond;
+                        cursor[x]++;
+                    }
                 }
-                acc = na;
             }
-            acc[n++] = (acc_pair){o, bit};
+        }
+        if (pass == 0) {
+            for (size_t t = 0; t < nt; t++)
+                va->start[t + 1] += va->start[t];
+            size_t total = va->start[nt];
+            va->op = malloc((total ? total : 1) * sizeof *va->op);
+            va->rw = malloc(total ? total : 1);
+            cursor = malloc((nt ? nt : 1) * sizeof *cursor);
+            if (!va->op || !va->rw || !cursor)
+                goto fail;
+            memcpy(cursor, va->start, (nt ? nt : 1) * sizeof *cursor);
         }
     }
-    qsort(acc, n, sizeof *acc, cmp_acc); /* already in op order; kept for clarity of contract */
-    *out = acc;
-    *n_out = n;
-    *flags_out = flags;
+    free(last);
+    free(cursor);
     return 0;
+fail:
+    free(last);
+    free(cursor);
+    view_access_free(va);
+    return -1;
 }
 
 static int check_declared_lifetime(checker *c, uint32_t t)
@@ -281,52 +312,33 @@ static int check_declared_lifetime(checker *c, uint32_t t)
     const tlsan_plan *p = c->p;
     const tensor_rec *tr = &p->tensors[t];
     life derived = {LIFE_NONE_FIRST, LIFE_NONE_LAST};
-    bool approximate = false;
+    bool is_view = tr->view_of != NO_INDEX;
+    if (is_view && !c->views.start && view_access_build(&c->views, p) != 0)
+        return -1;
     if_set_clear(&c->set);
-    if (tr->view_of == NO_INDEX) {
+    if (!is_view) {
         if_set_add_root(&c->set, p, &c->ix, t);
-        paths_begin(c);
-        approximate = c->ps.all_run;
-        do {
-            life l = root_life(&c->ix, p, t, &c->ps);
-            if (!life_empty(l)) {
-                derived.first = l.first < derived.first ? l.first : derived.first;
-                derived.last = l.last > derived.last ? l.last : derived.last;
-            }
-        } while (paths_next(c));
     } else {
-        acc_pair *acc = NULL;
-        size_t n = 0;
-        unsigned flags = 0;
-        if (view_tree_accesses(p, t, &acc, &n, &flags) != 0)
-            return -1;
-        uint32_t *ops = malloc((n ? n : 1) * sizeof *ops);
-        uint8_t *rw = malloc(n ? n : 1);
-        if (!ops || !rw) {
-            free(acc);
-            free(ops);
-            free(rw);
-            return -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            ops[i] = acc[i].op;
-            rw[i] = acc[i].rw;
-            if (rw[i] & ACC_COND)
-                if_set_add_op(&c->set, p, ops[i]);
-        }
-        paths_begin(c);
-        approximate = c->ps.all_run;
-        do {
-            life l = accesses_life(p, ops, rw, n, flags, &c->ps);
-            if (!life_empty(l)) {
-                derived.first = l.first < derived.first ? l.first : derived.first;
-                derived.last = l.last > derived.last ? l.last : derived.last;
-            }
-        } while (paths_next(c));
-        free(acc);
-        free(ops);
-        free(rw);
+        for (uint32_t a = c->views.start[t]; a < c->views.start[t + 1]; a++)
+            if (c->views.rw[a] & ACC_COND)
+                if_set_add_op(&c->set, p, c->views.op[a]);
     }
+    paths_begin(c);
+    bool approximate = c->ps.all_run;
+    do {
+        life l;
+        if (!is_view) {
+            l = root_life(&c->ix, p, t, &c->ps);
+        } else {
+            uint32_t a0 = c->views.start[t];
+            l = accesses_life(p, c->views.op + a0, c->views.rw + a0, c->views.start[t + 1] - a0,
+                              c->views.flags[t], &c->ps);
+        }
+        if (!life_empty(l)) {
+            derived.first = l.first < derived.first ? l.first : derived.first;
+            derived.last = l.last > derived.last ? l.last : derived.last;
+        }
+    } while (paths_next(c));
     if (life_empty(derived))
         return 0;
     if (tr->lifetime[0] <= derived.first && derived.last <= tr->lifetime[1])
@@ -483,13 +495,12 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
                 continue;
             conflict_done = true;
             /* Earlier-born first, so messages read "x is overwritten by y". */
-            bool swap = lb.first < la.first || (lb.first == la.first && strcmp(tname(p, b),
-                                                                               tname(p, a)) < 0);
+            bool swap = lb.first < la.first ||
+                        (lb.first == la.first && strcmp(tname(p, b), tname(p, a)) < 0);
             uint32_t x = swap ? b : a, y = swap ? a : b;
             life lx = swap ? lb : la, ly = swap ? la : lb;
             const char *names[2] = {tname(p, x), tname(p, y)};
-            tlsan_finding f =
-                new_finding(c, nd ? TLSAN_KIND_BAD_INPLACE : TLSAN_KIND_LIVE_OVERLAP);
+            tlsan_finding f = new_finding(c, nd ? TLSAN_KIND_BAD_INPLACE : TLSAN_KIND_LIVE_OVERLAP);
             f.tensors = names;
             f.n_tensors = 2;
             f.tensor_index[0] = x;
@@ -517,8 +528,7 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
             else
                 rc = report_add(c->r, &f,
                                 "'%s' (live %d..%d) and '%s' (live %d..%d) share bytes [%" PRIu64
-                                ", %" PRIu64 ") while both are live at steps %" PRId64
-                                "..%" PRId64,
+                                ", %" PRIu64 ") while both are live at steps %" PRId64 "..%" PRId64,
                                 names[0], lx.first, lx.last, names[1], ly.first, ly.last,
                                 f.bytes[0], f.bytes[1], f.steps[0], f.steps[1]);
             if (rc)
@@ -697,6 +707,7 @@ static void checker_free(checker *c)
     free(c->ps.arm);
     free(c->decls);
     free(c->path_buf);
+    view_access_free(&c->views);
 }
 
 /* Checks one plan into report r as plan `plan_index`. 0, or -1 when out of memory. */

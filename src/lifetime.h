@@ -23,7 +23,7 @@ enum {
 };
 
 #define LIFE_NONE_FIRST INT32_MAX
-#define LIFE_NONE_LAST INT32_MIN
+#define LIFE_NONE_LAST  INT32_MIN
 
 typedef struct life {
     int32_t first, last; /* steps; empty when first > last */
@@ -57,8 +57,8 @@ void access_index_free(access_index *ix);
 /* Which arm each `if` takes on the path being judged. */
 typedef struct path_state {
     const tlsan_plan *plan;
-    uint32_t *arm;  /* per if: the current arm; only the enumerated ifs are meaningful */
-    bool all_run;   /* approximation: every op runs (the union of all paths) */
+    uint32_t *arm; /* per if: the current arm; only the enumerated ifs are meaningful */
+    bool all_run;  /* approximation: every op runs (the union of all paths) */
 } path_state;
 
 /* True when op `op` runs on the path: each of its conditions names the current arm. */

@@ -17,12 +17,12 @@
 typedef struct order_ctx {
     const tlsan_plan *plan;
     const access_index *ix;
-    bool total;                  /* sequential with at most one stream: list order is the order */
-    uint32_t *prev_same_stream;  /* per op: previous op on its stream, NO_INDEX if none */
-    uint32_t *prev_record;       /* per record op: previous record of its event */
+    bool total;                   /* sequential with at most one stream: list order is the order */
+    uint32_t *prev_same_stream;   /* per op: previous op on its stream, NO_INDEX if none */
+    uint32_t *prev_record;        /* per record op: previous record of its event */
     uint32_t *last_record_before; /* per wait op: latest record of its event listed before it */
-    uint32_t *prev_sync;         /* per op: latest sync op listed before it */
-    uint32_t *visited;           /* per op: stamp of the query that reached it */
+    uint32_t *prev_sync;          /* per op: latest sync op listed before it */
+    uint32_t *visited;            /* per op: stamp of the query that reached it */
     uint32_t gen;
     uint32_t *stack;
 } order_ctx;

@@ -4,26 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A treap node per root; the key (start offset, root index) and the end offset are read
+ * from the root's record, so a node is 24 bytes. */
 typedef struct tnode {
-    uint64_t start, end, max_end;
-    uint32_t left, right; /* node indices, NO_INDEX for none */
+    uint64_t max_end;     /* largest end offset in this subtree */
+    uint32_t left, right; /* root indices of the children, NO_INDEX for none */
     uint32_t prio;
-    uint32_t root; /* tensor index; also the tie-breaker of the key */
+    uint32_t pad;
 } tnode;
 
 typedef struct treap {
-    tnode *n;       /* one node per tensor index (only roots used) */
+    tnode *n; /* indexed by tensor index (only roots used) */
+    const tensor_rec *t;
     uint32_t *stack;
 } treap;
 
-static inline bool key_less(const tnode *a, const tnode *b)
+static inline bool key_less(const treap *tr, uint32_t a, uint32_t b)
 {
-    return a->start < b->start || (a->start == b->start && a->root < b->root);
+    uint64_t sa = tr->t[a].offset_bytes, sb = tr->t[b].offset_bytes;
+    return sa < sb || (sa == sb && a < b);
 }
 
-static void pull(tnode *n, uint32_t x)
+static void pull(treap *tr, uint32_t x)
 {
-    uint64_t m = n[x].end;
+    tnode *n = tr->n;
+    uint64_t m = root_end(&tr->t[x]);
     if (n[x].left != NO_INDEX && n[n[x].left].max_end > m)
         m = n[n[x].left].max_end;
     if (n[x].right != NO_INDEX && n[n[x].right].max_end > m)
@@ -31,65 +36,64 @@ static void pull(tnode *n, uint32_t x)
     n[x].max_end = m;
 }
 
-/* Split the tree at node x's key: keys < x go left, the rest right. */
-static void split(tnode *n, uint32_t t, const tnode *key, uint32_t *l, uint32_t *r)
+/* Splits tree t into keys below x's key (*l) and the rest (*r). */
+static void split(treap *tr, uint32_t t, uint32_t x, uint32_t *l, uint32_t *r)
 {
     if (t == NO_INDEX) {
         *l = *r = NO_INDEX;
         return;
     }
-    if (key_less(&n[t], key)) {
-        split(n, n[t].right, key, &n[t].right, r);
+    if (key_less(tr, t, x)) {
+        split(tr, tr->n[t].right, x, &tr->n[t].right, r);
         *l = t;
     } else {
-        split(n, n[t].left, key, l, &n[t].left);
+        split(tr, tr->n[t].left, x, l, &tr->n[t].left);
         *r = t;
     }
-    pull(n, t);
+    pull(tr, t);
 }
 
-static uint32_t merge(tnode *n, uint32_t l, uint32_t r)
+static uint32_t merge(treap *tr, uint32_t l, uint32_t r)
 {
     if (l == NO_INDEX)
         return r;
     if (r == NO_INDEX)
         return l;
+    tnode *n = tr->n;
     if (n[l].prio > n[r].prio) {
-        n[l].right = merge(n, n[l].right, r);
-        pull(n, l);
+        n[l].right = merge(tr, n[l].right, r);
+        pull(tr, l);
         return l;
     }
-    n[r].left = merge(n, l, n[r].left);
-    pull(n, r);
+    n[r].left = merge(tr, l, n[r].left);
+    pull(tr, r);
     return r;
 }
 
-static uint32_t insert(tnode *n, uint32_t t, uint32_t x)
+static uint32_t insert(treap *tr, uint32_t t, uint32_t x)
 {
     uint32_t l, r;
-    split(n, t, &n[x], &l, &r);
-    return merge(n, merge(n, l, x), r);
+    split(tr, t, x, &l, &r);
+    return merge(tr, merge(tr, l, x), r);
 }
 
-static uint32_t erase(tnode *n, uint32_t t, uint32_t x)
+static uint32_t erase(treap *tr, uint32_t t, uint32_t x)
 {
     if (t == NO_INDEX)
         return NO_INDEX;
-    if (t == x) {
-        uint32_t m = merge(n, n[t].left, n[t].right);
-        return m;
-    }
-    if (key_less(&n[x], &n[t]))
-        n[t].left = erase(n, n[t].left, x);
+    if (t == x)
+        return merge(tr, tr->n[t].left, tr->n[t].right);
+    if (key_less(tr, x, t))
+        tr->n[t].left = erase(tr, tr->n[t].left, x);
     else
-        n[t].right = erase(n, n[t].right, x);
-    pull(n, t);
+        tr->n[t].right = erase(tr, tr->n[t].right, x);
+    pull(tr, t);
     return t;
 }
 
 /* Reports every node of tree t whose [start, end) meets [qs, qe). */
-static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who,
-                 overlap_pair_fn fn, void *ctx)
+static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who, overlap_pair_fn fn,
+                 void *ctx)
 {
     tnode *n = tr->n;
     size_t top = 0;
@@ -101,9 +105,9 @@ static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who,
             continue; /* nothing below ends after the query starts */
         if (n[x].left != NO_INDEX)
             tr->stack[top++] = n[x].left;
-        if (n[x].start < qe) {
-            if (n[x].end > qs) {
-                int rc = fn(ctx, n[x].root, who);
+        if (tr->t[x].offset_bytes < qe) {
+            if (root_end(&tr->t[x]) > qs) {
+                int rc = fn(ctx, x, who);
                 if (rc)
                     return rc;
             }
@@ -169,7 +173,7 @@ int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair
     size_t n = 0;
     uint32_t *roots = participants(p, ix, &n);
     uint32_t *by_first = NULL, *by_last = NULL, *tree_of_arena = NULL;
-    treap tr = {0};
+    treap tr = {.t = p->tensors};
     if (!roots)
         goto out;
     by_first = sort_by_step(p, roots, n, ix->hull, false);
@@ -191,17 +195,15 @@ int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair
         while (j < n && ix->hull[by_last[j]].last < first) {
             uint32_t d = by_last[j++];
             uint32_t a = p->tensors[d].arena;
-            tree_of_arena[a] = erase(tr.n, tree_of_arena[a], d);
+            tree_of_arena[a] = erase(&tr, tree_of_arena[a], d);
         }
         const tensor_rec *t = &p->tensors[r];
         tnode *x = &tr.n[r];
-        x->start = t->offset_bytes;
-        x->end = x->max_end = root_end(t);
+        x->max_end = root_end(t);
         x->left = x->right = NO_INDEX;
         x->prio = next_prio(&seed);
-        x->root = r;
-        rc = query(&tr, tree_of_arena[t->arena], x->start, x->end, r, fn, ctx);
-        tree_of_arena[t->arena] = insert(tr.n, tree_of_arena[t->arena], r);
+        rc = query(&tr, tree_of_arena[t->arena], t->offset_bytes, x->max_end, r, fn, ctx);
+        tree_of_arena[t->arena] = insert(&tr, tree_of_arena[t->arena], r);
     }
 out:
     free(roots);
@@ -212,7 +214,6 @@ out:
     free(tree_of_arena);
     return rc;
 }
-
 
 typedef struct byte_key {
     uint32_t arena;
@@ -244,8 +245,8 @@ int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair
     if (!keys || !open)
         goto out;
     for (size_t i = 0; i < n; i++)
-        keys[i] = (byte_key){p->tensors[roots[i]].arena, p->tensors[roots[i]].offset_bytes,
-                             roots[i]};
+        keys[i] =
+            (byte_key){p->tensors[roots[i]].arena, p->tensors[roots[i]].offset_bytes, roots[i]};
     qsort(keys, n, sizeof *keys, cmp_byte_key);
     size_t n_open = 0;
     rc = 0;

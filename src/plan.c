@@ -109,14 +109,14 @@ static const struct {
     const char *name;
     unsigned bits;
 } dtype_table[TLSAN_DTYPE_COUNT_] = {
-    [TLSAN_DTYPE_NONE] = {"", 0},   [TLSAN_DTYPE_F64] = {"f64", 64},
-    [TLSAN_DTYPE_I64] = {"i64", 64}, [TLSAN_DTYPE_U64] = {"u64", 64},
-    [TLSAN_DTYPE_F32] = {"f32", 32}, [TLSAN_DTYPE_I32] = {"i32", 32},
-    [TLSAN_DTYPE_U32] = {"u32", 32}, [TLSAN_DTYPE_F16] = {"f16", 16},
+    [TLSAN_DTYPE_NONE] = {"", 0},      [TLSAN_DTYPE_F64] = {"f64", 64},
+    [TLSAN_DTYPE_I64] = {"i64", 64},   [TLSAN_DTYPE_U64] = {"u64", 64},
+    [TLSAN_DTYPE_F32] = {"f32", 32},   [TLSAN_DTYPE_I32] = {"i32", 32},
+    [TLSAN_DTYPE_U32] = {"u32", 32},   [TLSAN_DTYPE_F16] = {"f16", 16},
     [TLSAN_DTYPE_BF16] = {"bf16", 16}, [TLSAN_DTYPE_I16] = {"i16", 16},
-    [TLSAN_DTYPE_U16] = {"u16", 16}, [TLSAN_DTYPE_F8] = {"f8", 8},
-    [TLSAN_DTYPE_I8] = {"i8", 8},   [TLSAN_DTYPE_U8] = {"u8", 8},
-    [TLSAN_DTYPE_BOOL] = {"bool", 8}, [TLSAN_DTYPE_I4] = {"i4", 4},
+    [TLSAN_DTYPE_U16] = {"u16", 16},   [TLSAN_DTYPE_F8] = {"f8", 8},
+    [TLSAN_DTYPE_I8] = {"i8", 8},      [TLSAN_DTYPE_U8] = {"u8", 8},
+    [TLSAN_DTYPE_BOOL] = {"bool", 8},  [TLSAN_DTYPE_I4] = {"i4", 4},
     [TLSAN_DTYPE_U4] = {"u4", 4},
 };
 
@@ -319,12 +319,14 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     if (t->bytes > INT64_MAX)
         return fail(err, "byte count out of range (0 to 2^63-1)", "tensors[%zu].bytes", i);
     if (t->arena && t->view_of)
-        return fail(err, "a tensor has either 'arena' (a storage root) or 'view_of' (a view), "
-                         "not both",
+        return fail(err,
+                    "a tensor has either 'arena' (a storage root) or 'view_of' (a view), "
+                    "not both",
                     "tensors[%zu]", i);
     if (!t->arena && !t->view_of)
-        return fail(err, "a tensor needs 'arena' with 'offset' (a storage root) or 'view_of' (a "
-                         "view)",
+        return fail(err,
+                    "a tensor needs 'arena' with 'offset' (a storage root) or 'view_of' (a "
+                    "view)",
                     "tensors[%zu]", i);
     if (t->arena && !valid_name(t->arena))
         return fail(err, "empty arena name", "tensors[%zu].arena", i);
@@ -351,8 +353,7 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         return fail(err, "'shape' needs 'dtype'", "tensors[%zu].shape", i);
     for (size_t k = 0; k < t->n_shape; k++)
         if (t->shape[k] > INT64_MAX)
-            return fail(err, "extent out of range (0 to 2^63-1)", "tensors[%zu].shape[%zu]", i,
-                        k);
+            return fail(err, "extent out of range (0 to 2^63-1)", "tensors[%zu].shape[%zu]", i, k);
 
     tensor_rec r = {0};
     r.flags = (uint8_t)t->flags;
@@ -407,8 +408,7 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     if (push_names(p, t->stack, t->n_stack, &r.stack_start) != 0)
         return nomem(err);
     r.n_stack = (uint32_t)t->n_stack;
-    if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1,
-                     sizeof *p->tensors) ||
+    if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1, sizeof *p->tensors) ||
         set_lookup(&p->tensor_by_name, r.name, (uint32_t)i) != 0)
         return nomem(err);
     p->tensors[p->n_tensors++] = r;
@@ -491,9 +491,8 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         if (idx == NO_INDEX) {
             p->id_pool.n = r.after_start;
             bool is_self = an && strcmp(an, o->name) == 0;
-            failf(err, "", "'after' names %s op '%s'", is_self ? "the op itself, not an earlier" :
-                                                                 "an unknown or later",
-                  an ? an : "");
+            failf(err, "", "'after' names %s op '%s'",
+                  is_self ? "the op itself, not an earlier" : "an unknown or later", an ? an : "");
             if (err)
                 snprintf(err->where, sizeof err->where, "ops[%zu].after[%zu]", i, k);
             return TLSAN_ERR_INVALID;
@@ -542,8 +541,8 @@ static tlsan_status resolve_tensors(tlsan_plan *p, uint32_t start, uint32_t n, s
             failf(err, "", "unknown tensor '%s'", strtab_str(&p->strings, name));
             if (err) {
                 if (pairs)
-                    snprintf(err->where, sizeof err->where, "ops[%zu].%s[%u][%u]", op, field,
-                             k / 2, k % 2);
+                    snprintf(err->where, sizeof err->where, "ops[%zu].%s[%u][%u]", op, field, k / 2,
+                             k % 2);
                 else
                     snprintf(err->where, sizeof err->where, "ops[%zu].%s[%u]", op, field, k);
             }
@@ -609,6 +608,35 @@ out:
     return st;
 }
 
+/* Gives back the slack of the growing arrays (up to half of each): a finalized plan does
+ * not grow again, and at a million tensors the slack is tens of megabytes. A failed shrink
+ * keeps the larger block. */
+static void shrink_to_fit(tlsan_plan *p)
+{
+#define SHRINK(ptr, n, cap)                                                                        \
+    do {                                                                                           \
+        if ((n) > 0 && (n) < (cap)) {                                                              \
+            void *q_ = realloc((ptr), (n) * sizeof *(ptr));                                        \
+            if (q_) {                                                                              \
+                (ptr) = q_;                                                                        \
+                (cap) = (n);                                                                       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+    SHRINK(p->tensors, p->n_tensors, p->cap_tensors);
+    SHRINK(p->ops, p->n_ops, p->cap_ops);
+    SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
+    SHRINK(p->id_pool.v, p->id_pool.n, p->id_pool.cap);
+    SHRINK(p->shape_pool.v, p->shape_pool.n, p->shape_pool.cap);
+    SHRINK(p->strings.chars, p->strings.chars_len, p->strings.chars_cap);
+#undef SHRINK
+    /* Names of arenas and ops are only looked up while building. */
+    free(p->arena_by_name.v);
+    free(p->op_by_name.v);
+    memset(&p->arena_by_name, 0, sizeof p->arena_by_name);
+    memset(&p->op_by_name, 0, sizeof p->op_by_name);
+}
+
 tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
 {
     if (!p)
@@ -671,8 +699,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         op_rec *o = &p->ops[i];
         if ((st = resolve_tensors(p, o->reads_start, o->n_reads, i, "reads", false, err)) ||
             (st = resolve_tensors(p, o->writes_start, o->n_writes, i, "writes", false, err)) ||
-            (st = resolve_tensors(p, o->inplace_start, 2 * o->n_inplace, i, "inplace", true,
-                                  err)))
+            (st = resolve_tensors(p, o->inplace_start, 2 * o->n_inplace, i, "inplace", true, err)))
             goto out;
         /* Streams become dense indices for per-stream program order. */
         if (stream_of_name[o->stream] == NO_INDEX)
@@ -780,6 +807,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         free(fill);
     }
     p->finalized = true;
+    shrink_to_fit(p);
 out:
     free(arms.v);
     free(if_of_name);

@@ -37,8 +37,8 @@ typedef struct tensor_rec {
     uint8_t dtype;    /* tlsan_dtype */
     uint8_t pad[2];
     uint64_t bytes;
-    uint64_t offset_bytes;      /* root: in its arena; view: view_offset from its base */
-    uint64_t abs_offset_bytes;  /* set by finalize: first byte within the root's arena */
+    uint64_t offset_bytes;     /* root: in its arena; view: view_offset from its base */
+    uint64_t abs_offset_bytes; /* set by finalize: first byte within the root's arena */
     uint64_t alignment_bytes;
     int64_t lifetime[2];
     uint32_t shape_start, n_shape; /* into plan->shape_pool */
@@ -68,7 +68,7 @@ typedef struct if_rec {
     uint32_t name;
     uint32_t arms_start; /* into plan->id_pool */
     uint32_t n_named_arms;
-    uint32_t n_arms;     /* n_named_arms, or 2 when only one is named */
+    uint32_t n_arms; /* n_named_arms, or 2 when only one is named */
 } if_rec;
 
 typedef struct loop_rec {
@@ -114,10 +114,10 @@ struct tlsan_plan {
     size_t n_ifs;
     loop_rec *loops;
     size_t n_loops;
-    uint32_t n_streams;    /* distinct streams used by ops */
-    uint32_t *op_stream;   /* op index -> dense stream index */
-    uint8_t *root_flags;   /* tensor index -> TLSAN_TENSOR_* of its whole view tree (roots) */
-    uint32_t *op_loop;     /* op index -> loop index or NO_INDEX */
+    uint32_t n_streams;  /* distinct streams used by ops */
+    uint32_t *op_stream; /* op index -> dense stream index */
+    uint8_t *root_flags; /* tensor index -> TLSAN_TENSOR_* of its whole view tree (roots) */
+    uint32_t *op_loop;   /* op index -> loop index or NO_INDEX */
 };
 
 /* Index of a name in one of the lookup tables, NO_INDEX when absent. */
@@ -130,6 +130,5 @@ static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
 
 /* Bytes the dtype and shape of tensor t need (saturating at UINT64_MAX); 0 when none. */
 uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t);
-
 
 #endif

@@ -15,55 +15,65 @@ typedef struct writer {
     bool failed;
 } writer;
 
-static void check(writer *w, yajl_gen_status s) {
+static void check(writer *w, yajl_gen_status s)
+{
     if (s != yajl_gen_status_ok)
         w->failed = true;
 }
 
-static void put_str(writer *w, const char *s) {
+static void put_str(writer *w, const char *s)
+{
     if (!w->failed)
         check(w, yajl_gen_string(w->g, (const unsigned char *)s, strlen(s)));
 }
 
 /* A string from the plan's string table. */
-static void put_id(writer *w, uint32_t id) {
+static void put_id(writer *w, uint32_t id)
+{
     if (!w->failed)
         check(w, yajl_gen_string(w->g, (const unsigned char *)strtab_str(&w->p->strings, id),
                                  strtab_len(&w->p->strings, id)));
 }
 
-static void put_int(writer *w, int64_t v) {
+static void put_int(writer *w, int64_t v)
+{
     if (!w->failed)
         check(w, yajl_gen_integer(w->g, (long long)v));
 }
 
-static void put_bool(writer *w, bool v) {
+static void put_bool(writer *w, bool v)
+{
     if (!w->failed)
         check(w, yajl_gen_bool(w->g, v));
 }
 
-static void open_map(writer *w) {
+static void open_map(writer *w)
+{
     if (!w->failed)
         check(w, yajl_gen_map_open(w->g));
 }
 
-static void close_map(writer *w) {
+static void close_map(writer *w)
+{
     if (!w->failed)
         check(w, yajl_gen_map_close(w->g));
 }
 
-static void open_array(writer *w) {
+static void open_array(writer *w)
+{
     if (!w->failed)
         check(w, yajl_gen_array_open(w->g));
 }
 
-static void close_array(writer *w) {
+static void close_array(writer *w)
+{
     if (!w->failed)
         check(w, yajl_gen_array_close(w->g));
 }
 
 /* "key": [names of the n tensors (or ops) whose indices start at pool[start]]. */
-static void put_index_list(writer *w, const char *key, uint32_t start, uint32_t n, bool ops) {
+static void put_index_list(writer *w, const char *key, uint32_t start, uint32_t n, bool ops)
+{
     if (n == 0)
         return;
     put_str(w, key);
@@ -76,7 +86,8 @@ static void put_index_list(writer *w, const char *key, uint32_t start, uint32_t 
 }
 
 /* "stack": [frames], strtab ids in the pool. */
-static void put_stack(writer *w, uint32_t start, uint32_t n) {
+static void put_stack(writer *w, uint32_t start, uint32_t n)
+{
     if (n == 0)
         return;
     put_str(w, "stack");
@@ -86,7 +97,8 @@ static void put_stack(writer *w, uint32_t start, uint32_t n) {
     close_array(w);
 }
 
-static void put_arena(writer *w, const arena_rec *a) {
+static void put_arena(writer *w, const arena_rec *a)
+{
     open_map(w);
     put_str(w, "name");
     put_id(w, a->name);
@@ -103,7 +115,8 @@ static void put_arena(writer *w, const arena_rec *a) {
     close_map(w);
 }
 
-static void put_tensor(writer *w, const tensor_rec *t) {
+static void put_tensor(writer *w, const tensor_rec *t)
+{
     const tlsan_plan *p = w->p;
     open_map(w);
     put_str(w, "name");
@@ -166,7 +179,8 @@ static void put_tensor(writer *w, const tensor_rec *t) {
 }
 
 /* One branch condition as {"if": ..., "arm": ...}; pool holds (if index, arm index). */
-static void put_cond(writer *w, const uint32_t *c) {
+static void put_cond(writer *w, const uint32_t *c)
+{
     const if_rec *f = &w->p->ifs[c[0]];
     open_map(w);
     put_str(w, "if");
@@ -176,7 +190,8 @@ static void put_cond(writer *w, const uint32_t *c) {
     close_map(w);
 }
 
-static void put_op(writer *w, size_t i) {
+static void put_op(writer *w, size_t i)
+{
     const tlsan_plan *p = w->p;
     const op_rec *o = &p->ops[i];
     open_map(w);
@@ -235,7 +250,8 @@ static void put_op(writer *w, size_t i) {
     close_map(w);
 }
 
-tlsan_status plan_write_members(const tlsan_plan *p, yajl_gen g) {
+tlsan_status plan_write_members(const tlsan_plan *p, yajl_gen g)
+{
     if (!p || !g || !p->finalized)
         return TLSAN_ERR_ARG;
     writer w = {g, p, false};
@@ -267,7 +283,8 @@ tlsan_status plan_write_members(const tlsan_plan *p, yajl_gen g) {
     return w.failed ? TLSAN_ERR_IO : TLSAN_OK;
 }
 
-tlsan_status plan_write_gen(const tlsan_plan *p, yajl_gen g) {
+tlsan_status plan_write_gen(const tlsan_plan *p, yajl_gen g)
+{
     if (!p || !g || !p->finalized)
         return TLSAN_ERR_ARG;
     if (yajl_gen_map_open(g) != yajl_gen_status_ok)
@@ -280,11 +297,13 @@ tlsan_status plan_write_gen(const tlsan_plan *p, yajl_gen g) {
 
 /* yajl prints through this callback straight into the stream, so a plan of millions of
  * tensors never sits in memory as text. */
-static void print_to_file(void *ctx, const char *s, size_t len) {
+static void print_to_file(void *ctx, const char *s, size_t len)
+{
     fwrite(s, 1, len, (FILE *)ctx);
 }
 
-tlsan_status tlsan_plan_write(const tlsan_plan *plan, FILE *out, bool pretty) {
+tlsan_status tlsan_plan_write(const tlsan_plan *plan, FILE *out, bool pretty)
+{
     if (!plan || !out || !plan->finalized)
         return TLSAN_ERR_ARG;
     yajl_gen g = yajl_gen_alloc(NULL);

@@ -24,7 +24,7 @@
 #include <yajl/yajl_parse.h>
 
 #define DEFAULT_CHUNK_BYTES (64 * 1024)
-#define NO_OFF SIZE_MAX
+#define NO_OFF              SIZE_MAX
 
 typedef enum ctx_kind {
     CTX_SKIP, /* an ignored value: only its keys are checked for repeats */
@@ -127,7 +127,7 @@ static const char *const field_names[F_COUNT_] = {
     [F_ARM] = "arm",
 };
 
-#define FB(f) (UINT64_C(1) << (f))
+#define FB(f)        (UINT64_C(1) << (f))
 #define PLAN_CONTENT (FB(F_NAME) | FB(F_SCHEDULE) | FB(F_ARENAS) | FB(F_TENSORS) | FB(F_OPS))
 
 /* The keys each kind of object knows; any other key is ignored. */
@@ -136,12 +136,11 @@ static const uint64_t fields_of[CTX_COUNT_] = {
     [CTX_PLAN] = FB(F_TLSAN_PLAN) | PLAN_CONTENT | FB(F_KEY),
     [CTX_ARENA] = FB(F_NAME) | FB(F_BYTES) | FB(F_ALIGNMENT) | FB(F_MEMORY),
     [CTX_TENSOR] = FB(F_NAME) | FB(F_BYTES) | FB(F_ARENA) | FB(F_OFFSET) | FB(F_VIEW_OF) |
-                   FB(F_VIEW_OFFSET) | FB(F_ALIGNMENT) | FB(F_MEMORY) | FB(F_INPUT) |
-                   FB(F_OUTPUT) | FB(F_CONSTANT) | FB(F_LIFETIME) | FB(F_DTYPE) | FB(F_SHAPE) |
-                   FB(F_STACK),
+                   FB(F_VIEW_OFFSET) | FB(F_ALIGNMENT) | FB(F_MEMORY) | FB(F_INPUT) | FB(F_OUTPUT) |
+                   FB(F_CONSTANT) | FB(F_LIFETIME) | FB(F_DTYPE) | FB(F_SHAPE) | FB(F_STACK),
     [CTX_OP] = FB(F_NAME) | FB(F_READS) | FB(F_WRITES) | FB(F_INPLACE) | FB(F_STREAM) |
-               FB(F_AFTER) | FB(F_BRANCH) | FB(F_LOOP) | FB(F_STACK) | FB(F_RECORD) |
-               FB(F_WAIT) | FB(F_SYNC),
+               FB(F_AFTER) | FB(F_BRANCH) | FB(F_LOOP) | FB(F_STACK) | FB(F_RECORD) | FB(F_WAIT) |
+               FB(F_SYNC),
     [CTX_BRANCH] = FB(F_IF) | FB(F_ARM),
 };
 
@@ -166,8 +165,19 @@ typedef struct key_ent {
 } key_ent;
 
 /* Strings of the current object, as offsets into obj.chars (NO_OFF when absent). */
-enum { S_NAME, S_ARENA, S_VIEW_OF, S_MEMORY, S_STREAM, S_LOOP, S_RECORD, S_WAIT, S_IF, S_ARM,
-       S_COUNT_ };
+enum {
+    S_NAME,
+    S_ARENA,
+    S_VIEW_OF,
+    S_MEMORY,
+    S_STREAM,
+    S_LOOP,
+    S_RECORD,
+    S_WAIT,
+    S_IF,
+    S_ARM,
+    S_COUNT_
+};
 /* Lists of strings of the current object (offsets into obj.chars). */
 enum { L_STACK, L_READS, L_WRITES, L_AFTER, L_INPLACE, L_BRANCH, L_COUNT_ };
 
@@ -263,7 +273,8 @@ static int rgrow(reader *r, void **v, size_t *cap, size_t n, size_t extra, size_
     return 0;
 }
 
-#define RGROW(r, ptr, cap, n, extra) rgrow((r), (void **)&(ptr), &(cap), (n), (extra), sizeof *(ptr))
+#define RGROW(r, ptr, cap, n, extra)                                                               \
+    rgrow((r), (void **)&(ptr), &(cap), (n), (extra), sizeof *(ptr))
 
 static void rfree(reader *r, void *p)
 {
@@ -402,8 +413,7 @@ static bool push(reader *r, ctx_kind kind, bool is_map, uint8_t field)
 {
     if (RGROW(r, r->frames, r->cap_frames, r->n_frames, 1) != 0)
         return nomem(r);
-    r->frames[r->n_frames++] =
-        (frame){(uint8_t)kind, field, is_map, 0, r->n_keys, NULL, 0};
+    r->frames[r->n_frames++] = (frame){(uint8_t)kind, field, is_map, 0, r->n_keys, NULL, 0};
     return true;
 }
 
@@ -499,9 +509,9 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
     uint64_t allowed = fields_of[kind];
     if (kind == CTX_DOC) {
         /* Once the document says what it is, the other side's keys are unknown keys. */
-        if (r->doc_kind == DOC_PLAN || r->plan_st != TLSAN_OK)
+        if (r->doc_kind == DOC_PLAN || r->cache_st != TLSAN_OK)
             allowed &= ~FB(F_PLANS);
-        if (r->doc_kind == DOC_CACHE || r->cache_st != TLSAN_OK)
+        if (r->doc_kind == DOC_CACHE || r->plan_st != TLSAN_OK)
             allowed &= ~PLAN_CONTENT;
     }
     for (int f = 1; f < F_COUNT_; f++)
@@ -684,8 +694,7 @@ static bool get_version(reader *r, vkind vk, const char *s, size_t len, const ch
         if (vk == V_NUM && parse_int(s, len, &v) == NUM_INT)
             return fail_at(r, r->n_frames, NULL, true,
                            "unsupported format version %s: '%s' must be the integer 1", d, label);
-        return fail_at(r, r->n_frames, NULL, true, "'%s' must be the integer 1, not %s", label,
-                       d);
+        return fail_at(r, r->n_frames, NULL, true, "'%s' must be the integer 1, not %s", label, d);
     }
     return true;
 }
@@ -719,7 +728,8 @@ static bool plan_key(reader *r, frame *f, vkind vk, const char *s, size_t len, b
         else if (len == 8 && memcmp(s, "dataflow", 8) == 0)
             tlsan_plan_set_schedule(pc->plan, TLSAN_SCHEDULE_DATAFLOW);
         else
-            return FAIL_VALUE(r, "unknown schedule '%.*s' (expected \"sequential\" or \"dataflow\")",
+            return FAIL_VALUE(r,
+                              "unknown schedule '%.*s' (expected \"sequential\" or \"dataflow\")",
                               (int)(len > 64 ? 64 : len), s);
         return true;
     case F_ARENAS:
@@ -919,8 +929,9 @@ static bool op_key(reader *r, frame *f, vkind vk, const char *s, size_t len, boo
         }
         if (vk == V_ARR)
             return push(r, CTX_BRANCHES, false, F_UNKNOWN);
-        return FAIL_VALUE(r, "'branch' must be an object {\"if\": ..., \"arm\": ...} or a list "
-                             "of them, not %s",
+        return FAIL_VALUE(r,
+                          "'branch' must be an object {\"if\": ..., \"arm\": ...} or a list "
+                          "of them, not %s",
                           vkind_names[vk]);
     default:
         return vk == V_MAP || vk == V_ARR ? push(r, CTX_SKIP, vk == V_MAP, F_UNKNOWN) : true;
@@ -959,8 +970,7 @@ static bool element(reader *r, frame *f, vkind vk, const char *s, size_t len)
         if (vk != V_STR)
             return FAIL_VALUE(r, "each element of '%s' must be a string, not %s",
                               field_names[f->field], vkind_names[vk]);
-        return get_str(r, vk, s, len, field_names[f->field], false, &off) &&
-               push_off(r, l, off);
+        return get_str(r, vk, s, len, field_names[f->field], false, &off) && push_off(r, l, off);
     }
     case CTX_SHAPE: {
         if (vk != V_NUM)
@@ -1006,8 +1016,9 @@ static bool element(reader *r, frame *f, vkind vk, const char *s, size_t len)
     }
     case CTX_BRANCHES:
         if (vk != V_MAP)
-            return FAIL_VALUE(r, "each element of 'branch' must be an object {\"if\": ..., "
-                                 "\"arm\": ...}, not %s",
+            return FAIL_VALUE(r,
+                              "each element of 'branch' must be an object {\"if\": ..., "
+                              "\"arm\": ...}, not %s",
                               vkind_names[vk]);
         o->branch_seen = 0;
         o->str[S_IF] = o->str[S_ARM] = NO_OFF;
@@ -1051,8 +1062,9 @@ static int on_value(reader *r, vkind vk, const char *s, size_t len, bool b)
 {
     if (r->n_frames == 0) {
         if (vk != V_MAP) {
-            fail_at(r, 0, NULL, true, "the top level must be a JSON object (a plan or a plan "
-                                      "cache), not %s",
+            fail_at(r, 0, NULL, true,
+                    "the top level must be a JSON object (a plan or a plan "
+                    "cache), not %s",
                     vkind_names[vk]);
             return 0;
         }
@@ -1132,11 +1144,13 @@ static bool finish_tensor(reader *r)
     if (has_arena && !has_view && !(o->seen & FB(F_OFFSET)))
         return FAIL_OBJECT(r, "offset", "a storage root (a tensor with 'arena') needs 'offset'");
     if (has_view && !has_arena && (o->seen & FB(F_OFFSET)))
-        return FAIL_OBJECT(r, "offset", "a view (a tensor with 'view_of') is placed by "
-                                        "'view_offset', not 'offset'");
+        return FAIL_OBJECT(r, "offset",
+                           "a view (a tensor with 'view_of') is placed by "
+                           "'view_offset', not 'offset'");
     if (has_arena && !has_view && (o->seen & FB(F_VIEW_OFFSET)))
-        return FAIL_OBJECT(r, "view_offset", "'view_offset' belongs to a view (a tensor with "
-                                             "'view_of'), not to a storage root");
+        return FAIL_OBJECT(r, "view_offset",
+                           "'view_offset' belongs to a view (a tensor with "
+                           "'view_of'), not to a storage root");
     bool has_dtype = o->seen & FB(F_DTYPE), has_shape = o->seen & FB(F_SHAPE);
     if (has_dtype != has_shape)
         return FAIL_OBJECT(r, has_dtype ? "dtype" : "shape",
@@ -1174,8 +1188,9 @@ static bool finish_op(reader *r)
     if (!require(r, o->seen, F_NAME))
         return false;
     if (o->n_sync > 1)
-        return FAIL_OBJECT(r, NULL, "a synchronisation op has exactly one of 'record', 'wait' "
-                                    "and 'sync'");
+        return FAIL_OBJECT(r, NULL,
+                           "a synchronisation op has exactly one of 'record', 'wait' "
+                           "and 'sync'");
     if (!prepare_ptrs(r))
         return false;
     size_t n_branch = o->lists[L_BRANCH].n / 2;
@@ -1387,12 +1402,14 @@ static int cb_end_array(void *ctx)
         if (ckey_end_array(r->key) != 0)
             ok = nomem(r);
     } else if (f->kind == CTX_LIFETIME && f->n_items != 2) {
-        ok = FAIL_OBJECT(r, NULL, "'lifetime' is [first_write, last_read]: exactly 2 steps, "
-                                  "not %zu",
+        ok = FAIL_OBJECT(r, NULL,
+                         "'lifetime' is [first_write, last_read]: exactly 2 steps, "
+                         "not %zu",
                          f->n_items);
     } else if (f->kind == CTX_PAIR && f->n_items != 2) {
-        ok = FAIL_OBJECT(r, NULL, "an in-place pair is [output, input]: exactly 2 tensor names, "
-                                  "not %zu",
+        ok = FAIL_OBJECT(r, NULL,
+                         "an in-place pair is [output, input]: exactly 2 tensor names, "
+                         "not %zu",
                          f->n_items);
     }
     pop(r);
@@ -1443,7 +1460,8 @@ static void syntax_error(reader *r, bool at_end)
         snprintf(r->tmp.what, sizeof r->tmp.what,
                  "malformed JSON: the text ends before the JSON value is complete");
     else
-        snprintf(r->tmp.what, sizeof r->tmp.what, "malformed JSON: %s", text[0] ? text : "syntax error");
+        snprintf(r->tmp.what, sizeof r->tmp.what, "malformed JSON: %s",
+                 text[0] ? text : "syntax error");
     r->st = TLSAN_ERR_INVALID;
     r->e = r->tmp;
 }
@@ -1616,8 +1634,7 @@ tlsan_status reader_read_buffer(const char *json, size_t json_bytes, const char 
 }
 
 tlsan_status reader_read_stream(FILE *in, const char *label, const reader_options *opt,
-                                tlsan_plan **plan_out, tlsan_cache **cache_out,
-                                tlsan_error *err)
+                                tlsan_plan **plan_out, tlsan_cache **cache_out, tlsan_error *err)
 {
     if (!check_args(label, plan_out, cache_out, err) || !in || !opt)
         return TLSAN_ERR_ARG;
@@ -1655,8 +1672,8 @@ tlsan_status reader_read_stream(FILE *in, const char *label, const reader_option
 
 /* ---- public entry points ---- */
 
-static tlsan_status read_path(const char *path, const reader_options *opt,
-                              tlsan_plan **plan_out, tlsan_cache **cache_out, tlsan_error *err)
+static tlsan_status read_path(const char *path, const reader_options *opt, tlsan_plan **plan_out,
+                              tlsan_cache **cache_out, tlsan_error *err)
 {
     if (!path) {
         check_args(path, plan_out, cache_out, err);
@@ -1689,8 +1706,7 @@ tlsan_status tlsan_plan_read_buffer(const char *json, size_t json_bytes, const c
                                     tlsan_plan **out, tlsan_error *err)
 {
     reader_options opt = {NULL, true, false, 0};
-    return out ? reader_read_buffer(json, json_bytes, label, &opt, out, NULL, err)
-               : TLSAN_ERR_ARG;
+    return out ? reader_read_buffer(json, json_bytes, label, &opt, out, NULL, err) : TLSAN_ERR_ARG;
 }
 
 tlsan_status tlsan_read_file(const char *path, tlsan_plan **plan_out, tlsan_cache **cache_out,

@@ -30,7 +30,6 @@ tlsan_status reader_read_buffer(const char *json, size_t json_bytes, const char 
 
 /* Same from an open stream; `label` names it in errors. The stream is not closed. */
 tlsan_status reader_read_stream(FILE *in, const char *label, const reader_options *opt,
-                                tlsan_plan **plan_out, tlsan_cache **cache_out,
-                                tlsan_error *err);
+                                tlsan_plan **plan_out, tlsan_cache **cache_out, tlsan_error *err);
 
 #endif

@@ -217,8 +217,8 @@ const tlsan_arena_stats *tlsan_report_arena_stats(const tlsan_report *report, si
     return &report->stats[plan_index].arenas[arena_index];
 }
 
-tlsan_status tlsan_report_write(const tlsan_report *report, tlsan_format format,
-                                const char *label, FILE *out)
+tlsan_status tlsan_report_write(const tlsan_report *report, tlsan_format format, const char *label,
+                                FILE *out)
 {
     if (!report || !out)
         return TLSAN_ERR_ARG;

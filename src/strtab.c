@@ -28,20 +28,26 @@ void strtab_free(strtab *t)
     memset(t, 0, sizeof *t);
 }
 
+#define SLOT_ID(v)  ((uint32_t)(v)-1u)
+#define SLOT_TAG(h) ((h)&0xffffffff00000000ull)
+
 static uint32_t lookup(const strtab *t, const char *s, size_t len, uint64_t h, size_t *slot_out)
 {
     size_t mask = t->n_slots - 1;
     size_t i = (size_t)h & mask;
+    uint64_t tag = SLOT_TAG(h);
     for (;;) {
-        uint32_t v = t->slots[i];
+        uint64_t v = t->slots[i];
         if (v == 0) {
             *slot_out = i;
             return STRTAB_NONE;
         }
-        uint32_t id = v - 1;
-        if (t->lens[id] == len && memcmp(t->chars + t->offsets[id], s, len) == 0) {
-            *slot_out = i;
-            return id;
+        if (SLOT_TAG(v) == tag) {
+            uint32_t id = SLOT_ID(v);
+            if (t->lens[id] == len && memcmp(t->chars + t->offsets[id], s, len) == 0) {
+                *slot_out = i;
+                return id;
+            }
         }
         i = (i + 1) & mask;
     }
@@ -49,15 +55,16 @@ static uint32_t lookup(const strtab *t, const char *s, size_t len, uint64_t h, s
 
 static int rehash(strtab *t, size_t n_slots)
 {
-    uint32_t *slots = calloc(n_slots, sizeof *slots);
+    uint64_t *slots = calloc(n_slots, sizeof *slots);
     if (!slots)
         return -1;
     size_t mask = n_slots - 1;
     for (uint32_t id = 0; id < t->n; id++) {
-        size_t i = (size_t)hash_bytes(t->chars + t->offsets[id], t->lens[id]) & mask;
+        uint64_t h = hash_bytes(t->chars + t->offsets[id], t->lens[id]);
+        size_t i = (size_t)h & mask;
         while (slots[i])
             i = (i + 1) & mask;
-        slots[i] = id + 1;
+        slots[i] = SLOT_TAG(h) | (uint64_t)(id + 1);
     }
     free(t->slots);
     t->slots = slots;
@@ -117,7 +124,7 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
     memcpy(t->chars + t->chars_len, s, len);
     t->chars[t->chars_len + len] = '\0';
     t->chars_len += len + 1;
-    t->slots[slot] = id + 1;
+    t->slots[slot] = SLOT_TAG(h) | (uint64_t)(id + 1);
     return id;
 }
 

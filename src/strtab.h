@@ -10,15 +10,16 @@
 #define STRTAB_NONE UINT32_MAX
 
 typedef struct strtab {
-    char *chars;        /* all strings, each NUL-terminated */
-    size_t chars_len;   /* bytes used */
+    char *chars;      /* all strings, each NUL-terminated */
+    size_t chars_len; /* bytes used */
     size_t chars_cap;
-    uint64_t *offsets;  /* id -> offset in chars (64-bit: a plan may exceed 4 GiB of names) */
-    uint32_t *lens;     /* id -> length in bytes */
-    uint32_t n;         /* number of ids */
+    uint64_t *offsets; /* id -> offset in chars (64-bit: a plan may exceed 4 GiB of names) */
+    uint32_t *lens;    /* id -> length in bytes */
+    uint32_t n;        /* number of ids */
     uint32_t cap;
-    uint32_t *slots;    /* open-addressing hash: id+1, 0 = empty */
-    size_t n_slots;     /* power of two */
+    uint64_t *slots; /* open addressing: (hash >> 32) << 32 | (id + 1); 0 = empty. The
+                        stored hash bits spare most probes a visit to the strings. */
+    size_t n_slots;  /* power of two */
 } strtab;
 
 void strtab_init(strtab *t);

@@ -63,7 +63,8 @@ static tlsan_status fail(tlsan_error *err, const char *what, const char *where_f
     __attribute__((format(printf, 3, 4)));
 
 /* An invalid graph: a fixed `what` at a printf-formatted JSON path. */
-static tlsan_status fail(tlsan_error *err, const char *what, const char *where_fmt, ...) {
+static tlsan_status fail(tlsan_error *err, const char *what, const char *where_fmt, ...)
+{
     if (err) {
         memset(err, 0, sizeof *err);
         va_list ap;
@@ -79,7 +80,8 @@ static tlsan_status failf(tlsan_error *err, const char *where, const char *what_
     __attribute__((format(printf, 3, 4)));
 
 /* An invalid graph: a fixed JSON path and a printf-formatted `what`. */
-static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...) {
+static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...)
+{
     if (err) {
         memset(err, 0, sizeof *err);
         snprintf(err->where, sizeof err->where, "%s", where);
@@ -91,7 +93,8 @@ static tlsan_status failf(tlsan_error *err, const char *where, const char *what_
     return TLSAN_ERR_INVALID;
 }
 
-static tlsan_status status_only(tlsan_error *err, tlsan_status st, const char *what) {
+static tlsan_status status_only(tlsan_error *err, tlsan_status st, const char *what)
+{
     if (err) {
         memset(err, 0, sizeof *err);
         snprintf(err->what, sizeof err->what, "%s", what);
@@ -99,14 +102,16 @@ static tlsan_status status_only(tlsan_error *err, tlsan_status st, const char *w
     return st;
 }
 
-static tlsan_status nomem(tlsan_error *err) {
+static tlsan_status nomem(tlsan_error *err)
+{
     return status_only(err, TLSAN_ERR_NOMEM, "out of memory");
 }
 
 /* ---- JSON helpers ---- */
 
 /* The first member named `key` of an object, NULL when absent or not an object. */
-static yajl_val member(yajl_val obj, const char *key) {
+static yajl_val member(yajl_val obj, const char *key)
+{
     if (!YAJL_IS_OBJECT(obj))
         return NULL;
     for (size_t i = 0; i < obj->u.object.len; i++)
@@ -116,12 +121,14 @@ static yajl_val member(yajl_val obj, const char *key) {
 }
 
 /* The text of a value already known to be a string. */
-static const char *str_of(yajl_val v) {
+static const char *str_of(yajl_val v)
+{
     return v->u.string;
 }
 
 /* A JSON integer >= 0. */
-static bool get_u64(yajl_val v, uint64_t *out) {
+static bool get_u64(yajl_val v, uint64_t *out)
+{
     if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0)
         return false;
     *out = (uint64_t)YAJL_GET_INTEGER(v);
@@ -130,7 +137,8 @@ static bool get_u64(yajl_val v, uint64_t *out) {
 
 /* A count in TVM's attrs: NNVM writes them as decimal strings ("2"), some writers as
  * integers; both are accepted. */
-static bool get_count(yajl_val v, uint64_t *out) {
+static bool get_count(yajl_val v, uint64_t *out)
+{
     if (YAJL_IS_INTEGER(v))
         return get_u64(v, out);
     if (!YAJL_IS_STRING(v))
@@ -151,7 +159,8 @@ static bool get_count(yajl_val v, uint64_t *out) {
 
 /* ---- reading the graph ---- */
 
-static tlsan_status read_nodes(graph *g, tlsan_error *err) {
+static tlsan_status read_nodes(graph *g, tlsan_error *err)
+{
     yajl_val nodes = member(g->root, "nodes");
     if (!nodes)
         return fail(err, "a TVM graph needs 'nodes' (an array)", "nodes");
@@ -230,7 +239,8 @@ static tlsan_status read_nodes(graph *g, tlsan_error *err) {
 }
 
 /* Entry ids: from node_row_ptr when given (it must agree with num_outputs), else computed. */
-static tlsan_status read_row_ptr(graph *g, tlsan_error *err) {
+static tlsan_status read_row_ptr(graph *g, tlsan_error *err)
+{
     yajl_val rp = member(g->root, "node_row_ptr");
     if (rp && !YAJL_IS_ARRAY(rp))
         return fail(err, "'node_row_ptr' must be an array", "node_row_ptr");
@@ -279,7 +289,8 @@ static tlsan_status read_row_ptr(graph *g, tlsan_error *err) {
 /* A reference [node_id, output_index(, version)] to an entry of a node before `limit`.
  * `where` is its JSON path. */
 static tlsan_status read_ref(const graph *g, yajl_val ref, size_t limit, const char *where,
-                             size_t *entry, tlsan_error *err) {
+                             size_t *entry, tlsan_error *err)
+{
     char sub[300];
     if (!YAJL_IS_ARRAY(ref) || ref->u.array.len < 2 || ref->u.array.len > 3)
         return failf(err, where, "an entry reference is [node_id, output_index, version]");
@@ -311,7 +322,8 @@ static tlsan_status read_ref(const graph *g, yajl_val ref, size_t limit, const c
     return TLSAN_OK;
 }
 
-static tlsan_status read_inputs_and_heads(graph *g, tlsan_error *err) {
+static tlsan_status read_inputs_and_heads(graph *g, tlsan_error *err)
+{
     char where[128];
     yajl_val nodes = member(g->root, "nodes");
     for (size_t i = 0; i < g->n_nodes; i++) {
@@ -343,7 +355,8 @@ static tlsan_status read_inputs_and_heads(graph *g, tlsan_error *err) {
 
 /* attrs.KEY = ["TAG", [one value per entry]]: returns the inner array. */
 static tlsan_status read_entry_list(const graph *g, yajl_val attrs, const char *key,
-                                    const char *tag, yajl_val *out, tlsan_error *err) {
+                                    const char *tag, yajl_val *out, tlsan_error *err)
+{
     yajl_val v = member(attrs, key);
     if (!v)
         return failf(err, "attrs", "a TVM graph needs attrs.%s ([\"%s\", [...]])", key, tag);
@@ -382,14 +395,16 @@ static const struct {
     {"uint1", TLSAN_DTYPE_BOOL},
 };
 
-static tlsan_dtype dtype_of_dltype(const char *s) {
+static tlsan_dtype dtype_of_dltype(const char *s)
+{
     for (size_t i = 0; i < sizeof dltypes / sizeof dltypes[0]; i++)
         if (strcmp(dltypes[i].dltype, s) == 0)
             return dltypes[i].dtype;
     return TLSAN_DTYPE_NONE;
 }
 
-static tlsan_status read_attrs(graph *g, tlsan_error *err) {
+static tlsan_status read_attrs(graph *g, tlsan_error *err)
+{
     yajl_val attrs = member(g->root, "attrs");
     if (!attrs)
         return fail(err, "a TVM graph needs 'attrs' (storage_id, shape, dltype)", "attrs");
@@ -456,7 +471,8 @@ typedef struct name_ref {
     size_t index;
 } name_ref;
 
-static int cmp_name_ref(const void *a, const void *b) {
+static int cmp_name_ref(const void *a, const void *b)
+{
     const name_ref *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     if (c)
@@ -465,7 +481,8 @@ static int cmp_name_ref(const void *a, const void *b) {
 }
 
 /* NAME, NAME@NODE or either with :K for output K >= 1; NULL when out of memory. */
-static char *entry_name(const tvm_node *nd, size_t node, size_t output) {
+static char *entry_name(const tvm_node *nd, size_t node, size_t output)
+{
     char suffix[64] = "";
     size_t len = 0;
     if (nd->dup_name)
@@ -481,7 +498,8 @@ static char *entry_name(const tvm_node *nd, size_t node, size_t output) {
 
 /* Marks repeated node names, names every entry, and refuses names that still collide
  * (a node literally named "a@3" or "a:1" next to the generated one). */
-static tlsan_status name_entries(graph *g, tlsan_error *err) {
+static tlsan_status name_entries(graph *g, tlsan_error *err)
+{
     size_t n = g->n_nodes > g->n_entries ? g->n_nodes : g->n_entries;
     name_ref *refs = malloc((n ? n : 1) * sizeof *refs);
     if (!refs)
@@ -528,7 +546,8 @@ typedef struct sid_ref {
     size_t entry;
 } sid_ref;
 
-static int cmp_sid_ref(const void *a, const void *b) {
+static int cmp_sid_ref(const void *a, const void *b)
+{
     const sid_ref *x = a, *y = b;
     if (x->storage_id != y->storage_id)
         return x->storage_id < y->storage_id ? -1 : 1;
@@ -536,7 +555,8 @@ static int cmp_sid_ref(const void *a, const void *b) {
 }
 
 /* Aliases of __nop kernels, then one slot per storage id laid end to end. */
-static tlsan_status lay_out(graph *g, tlsan_error *err) {
+static tlsan_status lay_out(graph *g, tlsan_error *err)
+{
     for (size_t i = 0; i < g->n_nodes; i++) {
         const tvm_node *nd = &g->nodes[i];
         if (!nd->is_nop || nd->n_inputs == 0 || nd->n_outputs == 0)
@@ -589,7 +609,8 @@ out:
 
 /* The plan's name: the label's base name without ".json" in *out (malloc'd), or NULL when
  * the label gives none ("-", "", a directory path). -1 when out of memory. */
-static int plan_name_of(const char *label, char **out) {
+static int plan_name_of(const char *label, char **out)
+{
     *out = NULL;
     if (!label || strcmp(label, "-") == 0)
         return 0;
@@ -610,7 +631,8 @@ static int plan_name_of(const char *label, char **out) {
 
 /* A builder refusal can only come from something the checks above let through; it is
  * reported against the node it concerns, with the builder's own reason. */
-static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t node) {
+static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t node)
+{
     if (st == TLSAN_ERR_INVALID && err) {
         char what[sizeof err->what + sizeof err->where + 64];
         snprintf(what, sizeof what, "cannot be expressed as a plan: %s (%s)", err->what,
@@ -623,7 +645,8 @@ static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t nod
 }
 
 static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **out,
-                               tlsan_error *err) {
+                               tlsan_error *err)
+{
     tlsan_status st = TLSAN_OK;
     tlsan_plan *p = tlsan_plan_create();
     char *name = NULL;
@@ -715,7 +738,8 @@ typedef struct depth_counter {
     bool too_deep;
 } depth_counter;
 
-static int open_level(void *ctx) {
+static int open_level(void *ctx)
+{
     depth_counter *d = ctx;
     if (++d->depth > MAX_DEPTH) {
         d->too_deep = true;
@@ -724,13 +748,15 @@ static int open_level(void *ctx) {
     return 1;
 }
 
-static int close_level(void *ctx) {
+static int close_level(void *ctx)
+{
     ((depth_counter *)ctx)->depth--;
     return 1;
 }
 
 /* Finds a syntax error with yajl's event parser, which knows where it stopped. */
-static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_error *err) {
+static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_error *err)
+{
     static const yajl_callbacks depth_callbacks = {
         .yajl_start_map = open_level,
         .yajl_end_map = close_level,
@@ -784,7 +810,8 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
     return st;
 }
 
-static void free_graph(graph *g) {
+static void free_graph(graph *g)
+{
     if (g->entries)
         for (size_t e = 0; e < g->n_entries; e++)
             free(g->entries[e].name);
@@ -796,7 +823,8 @@ static void free_graph(graph *g) {
     yajl_tree_free(g->root);
 }
 
-static tlsan_status apply_overrides(graph *g, const tvm_import_options *opt, tlsan_error *err) {
+static tlsan_status apply_overrides(graph *g, const tvm_import_options *opt, tlsan_error *err)
+{
     if (!opt)
         return TLSAN_OK;
     for (size_t k = 0; k < opt->n_overrides; k++) {
@@ -816,8 +844,8 @@ static tlsan_status apply_overrides(graph *g, const tvm_import_options *opt, tls
 }
 
 tlsan_status tvm_import_buffer_ex(const char *json, size_t json_bytes, const char *label,
-                                  const tvm_import_options *opt, tlsan_plan **out,
-                                  tlsan_error *err) {
+                                  const tvm_import_options *opt, tlsan_plan **out, tlsan_error *err)
+{
     if (out)
         *out = NULL;
     if ((!json && json_bytes) || !out || (opt && opt->n_overrides && !opt->overrides))
@@ -868,12 +896,14 @@ out:
 }
 
 tlsan_status tlsan_import_tvm_buffer(const char *json, size_t json_bytes, const char *label,
-                                     tlsan_plan **out, tlsan_error *err) {
+                                     tlsan_plan **out, tlsan_error *err)
+{
     return tvm_import_buffer_ex(json, json_bytes, label, NULL, out, err);
 }
 
 /* Reads a whole stream into a malloc'd buffer: TLSAN_OK, TLSAN_ERR_NOMEM or TLSAN_ERR_IO. */
-static tlsan_status slurp(FILE *f, char **buf, size_t *len) {
+static tlsan_status slurp(FILE *f, char **buf, size_t *len)
+{
     size_t cap = 65536, n = 0;
     char *b = malloc(cap);
     if (!b)
@@ -902,7 +932,8 @@ static tlsan_status slurp(FILE *f, char **buf, size_t *len) {
     return TLSAN_OK;
 }
 
-tlsan_status tlsan_import_tvm_file(const char *path, tlsan_plan **out, tlsan_error *err) {
+tlsan_status tlsan_import_tvm_file(const char *path, tlsan_plan **out, tlsan_error *err)
+{
     if (out)
         *out = NULL;
     if (!path || !out)

@@ -24,7 +24,8 @@
 #define NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NONE       ((const char *const[]){NULL})
 
-static size_t count(const char *const *names) {
+static size_t count(const char *const *names)
+{
     size_t n = 0;
     while (names[n])
         n++;
@@ -32,13 +33,15 @@ static size_t count(const char *const *names) {
 }
 
 static void arena(tlsan_plan *p, const char *name, uint64_t bytes, uint64_t align,
-                  const char *memory) {
+                  const char *memory)
+{
     tlsan_arena_desc d = {name, bytes, align, memory};
     assert_int_equal(tlsan_plan_add_arena(p, &d, NULL), TLSAN_OK);
 }
 
 static void root(tlsan_plan *p, const char *name, uint64_t bytes, const char *arena_name,
-                 uint64_t offset, unsigned flags) {
+                 uint64_t offset, unsigned flags)
+{
     tlsan_tensor_desc d = {0};
     d.name = name;
     d.bytes = bytes;
@@ -48,13 +51,14 @@ static void root(tlsan_plan *p, const char *name, uint64_t bytes, const char *ar
     assert_int_equal(tlsan_plan_add_tensor(p, &d, NULL), TLSAN_OK);
 }
 
-static void add_tensor(tlsan_plan *p, const tlsan_tensor_desc *d) {
+static void add_tensor(tlsan_plan *p, const tlsan_tensor_desc *d)
+{
     assert_int_equal(tlsan_plan_add_tensor(p, d, NULL), TLSAN_OK);
 }
 
 /* A compute op on the main stream. */
-static void op(tlsan_plan *p, const char *name, const char *const *reads,
-               const char *const *writes) {
+static void op(tlsan_plan *p, const char *name, const char *const *reads, const char *const *writes)
+{
     tlsan_op_desc d = {0};
     d.name = name;
     d.reads = reads;
@@ -64,12 +68,14 @@ static void op(tlsan_plan *p, const char *name, const char *const *reads,
     assert_int_equal(tlsan_plan_add_op(p, &d, NULL), TLSAN_OK);
 }
 
-static void add_op(tlsan_plan *p, const tlsan_op_desc *d) {
+static void add_op(tlsan_plan *p, const tlsan_op_desc *d)
+{
     assert_int_equal(tlsan_plan_add_op(p, d, NULL), TLSAN_OK);
 }
 
 /* The usual frame of the shared cases: arena a0 of 64 KiB aligned to 64, host memory. */
-static tlsan_plan *frame(void) {
+static tlsan_plan *frame(void)
+{
     tlsan_plan *p = tlsan_plan_create();
     assert_non_null(p);
     arena(p, "a0", 65536, 64, "host");
@@ -78,7 +84,8 @@ static tlsan_plan *frame(void) {
 
 /* Checks p by brute force and compares with the expected lines ("kind name [name]"),
  * then frees p. */
-static void expect(tlsan_plan *p, const char *const *lines) {
+static void expect(tlsan_plan *p, const char *const *lines)
+{
     assert_int_equal(tlsan_plan_finalize(p, NULL), TLSAN_OK);
     brute_findings got = {0}, want = {0};
     char buf[16][128];
@@ -104,7 +111,8 @@ static void expect(tlsan_plan *p, const char *const *lines) {
     tlsan_plan_free(p);
 }
 
-static void test_overlap_basic(void **state) {
+static void test_overlap_basic(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -121,7 +129,8 @@ static void test_overlap_basic(void **state) {
 
 /* inplace-ok and inplace-residual-still-read: the exception holds only while the input's
  * root is last accessed at the declaring op. */
-static void inplace_case(bool residual) {
+static void inplace_case(bool residual)
+{
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
     root(p, "a", 4096, "a0", 4096, 0);
@@ -146,19 +155,22 @@ static void inplace_case(bool residual) {
     }
 }
 
-static void test_inplace_ok(void **state) {
+static void test_inplace_ok(void **state)
+{
     (void)state;
     inplace_case(false);
 }
 
-static void test_inplace_residual(void **state) {
+static void test_inplace_residual(void **state)
+{
     (void)state;
     inplace_case(true);
 }
 
 /* async-missing-event / async-with-event: a copy stream reads `a` while main reuses its
  * bytes for `b`; only the event back to main orders them. */
-static void async_case(bool with_event) {
+static void async_case(bool with_event)
+{
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
     root(p, "a", 4096, "a0", 4096, 0);
@@ -203,18 +215,21 @@ static void async_case(bool with_event) {
         expect(p, NAMES("unordered-reuse a b"));
 }
 
-static void test_async_missing_event(void **state) {
+static void test_async_missing_event(void **state)
+{
     (void)state;
     async_case(false);
 }
 
-static void test_async_with_event(void **state) {
+static void test_async_with_event(void **state)
+{
     (void)state;
     async_case(true);
 }
 
 /* dataflow-reorder / dataflow-with-after. */
-static void dataflow_case(bool with_after) {
+static void dataflow_case(bool with_after)
+{
     tlsan_plan *p = frame();
     assert_int_equal(tlsan_plan_set_schedule(p, TLSAN_SCHEDULE_DATAFLOW), TLSAN_OK);
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -245,18 +260,21 @@ static void dataflow_case(bool with_after) {
         expect(p, NAMES("unordered-reuse a b"));
 }
 
-static void test_dataflow_reorder(void **state) {
+static void test_dataflow_reorder(void **state)
+{
     (void)state;
     dataflow_case(false);
 }
 
-static void test_dataflow_with_after(void **state) {
+static void test_dataflow_with_after(void **state)
+{
     (void)state;
     dataflow_case(true);
 }
 
 /* branch-union-needed: h is needed on the else path until step 3. */
-static void test_branch_union_needed(void **state) {
+static void test_branch_union_needed(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -292,7 +310,8 @@ static void test_branch_union_needed(void **state) {
 
 /* loop-carried (acc is read first in the body, so it is live over the whole body) and
  * loop-local-ok (nothing is carried). */
-static void test_loop_carried(void **state) {
+static void test_loop_carried(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -318,7 +337,8 @@ static void test_loop_carried(void **state) {
     expect(p, NAMES("live-overlap acc tmp"));
 }
 
-static void test_loop_local_ok(void **state) {
+static void test_loop_local_ok(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -343,7 +363,8 @@ static void test_loop_local_ok(void **state) {
 }
 
 /* view-keeps-base-alive: a read through a view extends its root's lifetime. */
-static void test_view_keeps_base_alive(void **state) {
+static void test_view_keeps_base_alive(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -363,7 +384,8 @@ static void test_view_keeps_base_alive(void **state) {
     expect(p, NAMES("live-overlap a c"));
 }
 
-static void test_read_before_write(void **state) {
+static void test_read_before_write(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -374,7 +396,8 @@ static void test_read_before_write(void **state) {
     expect(p, NAMES("read-before-write a"));
 }
 
-static void test_layout_errors(void **state) {
+static void test_layout_errors(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
@@ -394,7 +417,8 @@ static void test_layout_errors(void **state) {
            NAMES("live-overlap a x", "memory-kind-mismatch c", "misaligned a", "out-of-bounds b"));
 }
 
-static void test_size_undersized(void **state) {
+static void test_size_undersized(void **state)
+{
     (void)state;
     tlsan_plan *p = frame();
     static const uint64_t shape[1] = {1024};
@@ -424,13 +448,15 @@ static void test_size_undersized(void **state) {
 
 /* ---- the shared case files ---- */
 
-static int has_suffix(const char *s, const char *suffix) {
+static int has_suffix(const char *s, const char *suffix)
+{
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* Reads a whole small file into a NUL-terminated buffer (caller frees); NULL on failure. */
-static char *slurp(const char *path) {
+static char *slurp(const char *path)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -460,7 +486,8 @@ static char *slurp(const char *path) {
 /* One case: returns 0 when brute_check gives exactly the .expect set (cache-key-collision
  * lines aside: brute does not judge caches; each cached plan is checked on its own and the
  * union of their findings compared). */
-static int check_case(const char *dir, const char *json_name) {
+static int check_case(const char *dir, const char *json_name)
+{
     char path[1024], expect_path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, json_name);
     snprintf(expect_path, sizeof expect_path, "%.*s.expect", (int)(strlen(path) - 5), path);
@@ -537,7 +564,8 @@ done:
     return bad;
 }
 
-static void test_shared_cases(void **state) {
+static void test_shared_cases(void **state)
+{
     (void)state;
     const char *dir = TLSAN_SHARED_DIR "/cases";
     DIR *d = opendir(dir);
@@ -565,7 +593,8 @@ static void test_shared_cases(void **state) {
     assert_int_equal(failed, 0);
 }
 
-int main(void) {
+int main(void)
+{
     const struct CMUnitTest hand_built[] = {
         cmocka_unit_test(test_overlap_basic),         cmocka_unit_test(test_inplace_ok),
         cmocka_unit_test(test_inplace_residual),      cmocka_unit_test(test_async_missing_event),

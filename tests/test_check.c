@@ -52,8 +52,7 @@ static void forty_independent_ifs(void **state)
             ",{'name':'e%d','reads':['x'],'writes':['q%d'],'branch':{'if':'c%d','arm':'else'}}"
             ",{'name':'e%db','reads':['q%d'],'writes':['y%d'],'branch':{'if':'c%d','arm':'else'}}",
             i, i, i, i, i, i, i, i, i, i, i, i, i, i);
-    len += (size_t)snprintf(j + len, cap - len,
-                            ",{'name':'fin','reads':['z'],'writes':['out']}]}");
+    len += (size_t)snprintf(j + len, cap - len, ",{'name':'fin','reads':['z'],'writes':['out']}]}");
     assert_true(len < cap);
     clock_t t0 = clock();
     char *got = tcheck_q(j, 0);
@@ -148,13 +147,12 @@ static void sync_orders_streams(void **state)
                               "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
            "");
     /* `after` is an explicit edge too. */
-    expect(HEAD ASYNC_TENSORS
-           "'ops':[{'name':'prod','reads':['x'],'writes':['a']},"
-           "{'name':'ev','record':'e0'},"
-           "{'name':'w','wait':'e0','stream':'copy'},"
-           "{'name':'cp','reads':['a'],'writes':['c'],'stream':'copy'},"
-           "{'name':'next','reads':['x'],'writes':['b'],'after':['cp']},"
-           "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
+    expect(HEAD ASYNC_TENSORS "'ops':[{'name':'prod','reads':['x'],'writes':['a']},"
+                              "{'name':'ev','record':'e0'},"
+                              "{'name':'w','wait':'e0','stream':'copy'},"
+                              "{'name':'cp','reads':['a'],'writes':['c'],'stream':'copy'},"
+                              "{'name':'next','reads':['x'],'writes':['b'],'after':['cp']},"
+                              "{'name':'fin','reads':['b','c'],'writes':['y']}]}",
            "");
 }
 
@@ -178,11 +176,11 @@ static void wait_pairs_with_latest_record(void **state)
 static void dataflow_chain(void **state)
 {
     (void)state;
-    expect("{'tlsan_plan':1,'schedule':'dataflow','arenas':[{'name':'a0','bytes':65536}],"
-           ASYNC_TENSORS "'ops':[{'name':'f','reads':['x'],'writes':['a']},"
-                         "{'name':'g','reads':['a'],'writes':['c']},"
-                         "{'name':'h','reads':['c'],'writes':['b']},"
-                         "{'name':'k','reads':['b','c'],'writes':['y']}]}",
+    expect("{'tlsan_plan':1,'schedule':'dataflow','arenas':[{'name':'a0','bytes':65536}]"
+           "," ASYNC_TENSORS "'ops':[{'name':'f','reads':['x'],'writes':['a']},"
+           "{'name':'g','reads':['a'],'writes':['c']},"
+           "{'name':'h','reads':['c'],'writes':['b']},"
+           "{'name':'k','reads':['b','c'],'writes':['y']}]}",
            "");
 }
 

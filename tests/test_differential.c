@@ -6,8 +6,11 @@
  * flags, conditions ... while the disagreement of the same kind remains) and prints the
  * smallest plan found as plan JSON, ready to become a case.
  *
- * Three sweeps (every feature; longer plans; order rules without layout or branches), each
- * over seeds 1..5000, or 1..N with TLSAN_DIFF_SEEDS=N. */
+ * Four sweeps (every feature; longer plans; order rules without layout or branches; many
+ * conditionals), each
+ * over seeds 1..5000, or 1..N with TLSAN_DIFF_SEEDS=N. A fourth writes half as many plans as
+ * JSON (brute's own writer and tlsan_plan_write) and reads them back with tlsan_read_buffer:
+ * brute force must find the same on both. */
 #include "support/brute.h"
 #include "support/randplan.h"
 
@@ -34,7 +37,8 @@
  * Returns 0, or -1 when the check failed or reported a malformed or repeated finding (then
  * `problem` says what). */
 static int fast_findings(const tlsan_plan *p, tlsan_report **report, brute_findings *set,
-                         char *problem, size_t problem_bytes) {
+                         char *problem, size_t problem_bytes)
+{
     *report = NULL;
     tlsan_status st = tlsan_check(p, NULL, report);
     if (st != TLSAN_OK) {
@@ -68,13 +72,15 @@ static int fast_findings(const tlsan_plan *p, tlsan_report **report, brute_findi
     return 0;
 }
 
-static bool same_finding(const brute_finding *a, const brute_finding *b) {
+static bool same_finding(const brute_finding *a, const brute_finding *b)
+{
     return a->kind == b->kind && a->n_tensors == b->n_tensors &&
            strcmp(a->tensors[0], b->tensors[0]) == 0 &&
            (a->n_tensors < 2 || strcmp(a->tensors[1], b->tensors[1]) == 0);
 }
 
-static bool contains(const brute_findings *set, const brute_finding *f) {
+static bool contains(const brute_findings *set, const brute_finding *f)
+{
     for (size_t i = 0; i < set->n; i++)
         if (same_finding(&set->v[i], f))
             return true;
@@ -82,7 +88,8 @@ static bool contains(const brute_findings *set, const brute_finding *f) {
 }
 
 /* The first finding (in set order) that is in exactly one of the two sets, or NULL. */
-static const brute_finding *first_difference(const brute_findings *a, const brute_findings *b) {
+static const brute_finding *first_difference(const brute_findings *a, const brute_findings *b)
+{
     for (size_t i = 0; i < a->n; i++)
         if (!contains(b, &a->v[i]))
             return &a->v[i];
@@ -97,7 +104,8 @@ typedef enum verdict { AGREE, DISAGREE, BROKEN } verdict;
 
 /* Compares; when `kind` is not TLSAN_KIND_COUNT_, a disagreement only counts when some
  * finding of that kind differs (the shrinker keeps chasing the same bug). */
-static verdict compare(const tlsan_plan *p, tlsan_kind kind, FILE *log) {
+static verdict compare(const tlsan_plan *p, tlsan_kind kind, FILE *log)
+{
     brute_findings slow = {0}, fast = {0};
     tlsan_report *report = NULL;
     char problem[256] = "";
@@ -168,7 +176,8 @@ typedef struct e_plan {
 
 /* Copies a finalized plan's model; names point into p, which must outlive the copy.
  * Returns false when the plan is too large for the fixed arrays. */
-static bool e_from_plan(const tlsan_plan *p, e_plan *e) {
+static bool e_from_plan(const tlsan_plan *p, e_plan *e)
+{
     memset(e, 0, sizeof *e);
     if (p->n_arenas > E_MAX || p->n_tensors > E_MAX || p->n_ops > E_MAX)
         return false;
@@ -240,13 +249,15 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e) {
     return true;
 }
 
-static bool name_is(const char *a, const char *b) {
+static bool name_is(const char *a, const char *b)
+{
     return a && b && strcmp(a, b) == 0;
 }
 
 /* Builds and finalizes the edited plan; NULL when the builder refuses it (the edit made it
  * invalid, e.g. a loop no longer contiguous). */
-static tlsan_plan *e_build(const e_plan *e) {
+static tlsan_plan *e_build(const e_plan *e)
+{
     tlsan_plan *p = tlsan_plan_create();
     if (!p || tlsan_plan_set_schedule(p, e->schedule) != TLSAN_OK)
         goto fail;
@@ -300,7 +311,8 @@ fail:
     return NULL;
 }
 
-static void drop(const char **list, size_t *n, size_t i, size_t width) {
+static void drop(const char **list, size_t *n, size_t i, size_t width)
+{
     memmove(list + i * width, list + (i + 1) * width, (*n - i - 1) * width * sizeof *list);
     (*n)--;
 }
@@ -309,7 +321,8 @@ static void drop(const char **list, size_t *n, size_t i, size_t width) {
  * smaller or plainer: drop an op, an access, an in-place pair, an `after`, a condition, a
  * loop membership, a tensor no op names, a flag, a declared lifetime, a layout attribute;
  * move an op to the main stream; make the schedule sequential. */
-static bool e_edit(e_plan *e, size_t which) {
+static bool e_edit(e_plan *e, size_t which)
+{
     size_t i = which;
     if (i-- == 0) {
         if (e->schedule == TLSAN_SCHEDULE_SEQUENTIAL)
@@ -426,7 +439,8 @@ static bool e_edit(e_plan *e, size_t which) {
 
 /* Shrinks the plan while the disagreement of `kind` remains; returns the smallest plan
  * (owned by the caller) or NULL when no edit helped. */
-static tlsan_plan *shrink(const tlsan_plan *start, tlsan_kind kind) {
+static tlsan_plan *shrink(const tlsan_plan *start, tlsan_kind kind)
+{
     e_plan *cur = malloc(sizeof *cur), *cand = malloc(sizeof *cand);
     tlsan_plan *best = NULL;
     if (!cur || !cand || !e_from_plan(start, cur))
@@ -462,7 +476,8 @@ out:
 /* ---- the test ---- */
 
 /* Runs seeds 1..n_seeds with the given options; returns the number of disagreements. */
-static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned long n_seeds) {
+static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned long n_seeds)
+{
     unsigned long disagreements = 0;
     for (unsigned long seed = 1; seed <= n_seeds; seed++) {
         char why[512] = "";
@@ -507,36 +522,116 @@ static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned
     return disagreements;
 }
 
-static unsigned long n_seeds(void) {
+static unsigned long n_seeds(void)
+{
     const char *env = getenv("TLSAN_DIFF_SEEDS");
     return env && *env ? strtoul(env, NULL, 10) : DEFAULT_SEEDS;
 }
 
 /* The brief's sweep: seeds 1..5000, every feature. */
-static void test_random_plans(void **state) {
+static void test_random_plans(void **state)
+{
     (void)state;
     assert_int_equal(sweep("default", NULL, n_seeds()), 0);
 }
 
 /* Longer plans (up to 16 ops): more paths, longer chains of happens-before. */
-static void test_random_long_plans(void **state) {
+static void test_random_long_plans(void **state)
+{
     (void)state;
-    randplan_opts o = {0, 16, 8};
+    randplan_opts o = {0, 16, 8, 3};
     assert_int_equal(sweep("long", &o, n_seeds()), 0);
 }
 
 /* No layout findings and no branches: the order and in-place rules in plain view. */
-static void test_random_order_plans(void **state) {
+static void test_random_order_plans(void **state)
+{
     (void)state;
-    randplan_opts o = {RANDPLAN_NO_LAYOUT | RANDPLAN_NO_BRANCHES, 12, 6};
+    randplan_opts o = {RANDPLAN_NO_LAYOUT | RANDPLAN_NO_BRANCHES, 12, 6, 0};
     assert_int_equal(sweep("order", &o, n_seeds()), 0);
 }
 
-int main(void) {
+/* Many conditionals (up to 6, so up to 729 paths) over up to 16 ops: the path logic. */
+static void test_random_branchy_plans(void **state)
+{
+    (void)state;
+    randplan_opts o = {RANDPLAN_NO_LAYOUT, 16, 8, 6};
+    assert_int_equal(sweep("branchy", &o, n_seeds()), 0);
+}
+
+/* Reads back a plan written as JSON (by `writer`) and checks that brute force finds the
+ * same on both: the reader and the writers keep every rule-relevant detail. Returns 0 when
+ * equal; prints and returns 1 otherwise. */
+static int roundtrip(const tlsan_plan *p, unsigned long seed, bool own_writer)
+{
+    char *json = NULL;
+    size_t json_bytes = 0;
+    FILE *mem = open_memstream(&json, &json_bytes);
+    assert_non_null(mem);
+    if (own_writer)
+        brute_plan_dump(p, mem);
+    else
+        assert_int_equal(tlsan_plan_write(p, mem, false), TLSAN_OK);
+    assert_int_equal(fclose(mem), 0);
+    tlsan_plan *back = NULL;
+    tlsan_cache *cache = NULL;
+    tlsan_error err;
+    memset(&err, 0, sizeof err);
+    int bad = 0;
+    brute_findings before = {0}, after = {0};
+    tlsan_status st = tlsan_read_buffer(json, json_bytes, "roundtrip", &back, &cache, &err);
+    if (st != TLSAN_OK || !back) {
+        char buf[1024];
+        fprintf(stderr, "seed %lu: %s output refused by the reader: %s\n%s", seed,
+                own_writer ? "brute_plan_dump" : "tlsan_plan_write",
+                tlsan_error_format(&err, buf, sizeof buf), json);
+        bad = 1;
+        goto out;
+    }
+    assert_int_equal(brute_check(p, &before), 0);
+    assert_int_equal(brute_check(back, &after), 0);
+    if (!brute_findings_equal(&before, &after)) {
+        fprintf(stderr, "seed %lu: findings change through %s and the reader\nbuilt:\n", seed,
+                own_writer ? "brute_plan_dump" : "tlsan_plan_write");
+        brute_findings_print(&before, stderr);
+        fprintf(stderr, "read back:\n");
+        brute_findings_print(&after, stderr);
+        fprintf(stderr, "%s", json);
+        bad = 1;
+    }
+out:
+    brute_findings_clear(&before);
+    brute_findings_clear(&after);
+    tlsan_plan_free(back);
+    tlsan_cache_free(cache);
+    free(json);
+    return bad;
+}
+
+/* Random plans written (by brute's own writer and by tlsan_plan_write) and read back give
+ * the same findings. */
+static void test_random_roundtrip(void **state)
+{
+    (void)state;
+    unsigned long n = n_seeds() / 2, failed = 0;
+    for (unsigned long seed = 1; seed <= n; seed++) {
+        tlsan_plan *p = randplan_make(seed, NULL, NULL, 0);
+        assert_non_null(p);
+        for (int own = 0; own < 2; own++)
+            if (failed < MAX_PRINTED)
+                failed += (unsigned long)roundtrip(p, seed, own == 1);
+        tlsan_plan_free(p);
+    }
+    fprintf(stderr, "roundtrip: %lu random plans, %lu failures\n", n, failed);
+    assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_plans),
-        cmocka_unit_test(test_random_long_plans),
-        cmocka_unit_test(test_random_order_plans),
+        cmocka_unit_test(test_random_plans),       cmocka_unit_test(test_random_long_plans),
+        cmocka_unit_test(test_random_order_plans), cmocka_unit_test(test_random_branchy_plans),
+        cmocka_unit_test(test_random_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,19 +92,19 @@ static void per_path_lifetimes(void **state)
 static void loop_rule(void **state)
 {
     (void)state;
-    tlsan_plan *p = tcheck_plan_q(
-        "{'tlsan_plan':1,'arenas':[{'name':'a','bytes':1024}],'tensors':["
-        "{'name':'x','bytes':64,'arena':'a','offset':0,'input':true},"
-        "{'name':'carried','bytes':64,'arena':'a','offset':64},"
-        "{'name':'local','bytes':64,'arena':'a','offset':128},"
-        "{'name':'pre','bytes':64,'arena':'a','offset':192},"
-        "{'name':'y','bytes':64,'arena':'a','offset':256,'output':true}],'ops':["
-        "{'name':'p0','reads':['x'],'writes':['pre']},"
-        "{'name':'b0','reads':['x'],'writes':['local']},"
-        "{'name':'b1','reads':['carried','local'],'writes':['y'],'loop':'L'},"
-        "{'name':'b2','reads':['pre'],'writes':['local'],'loop':'L'},"
-        "{'name':'b3','reads':['local'],'writes':['carried'],'loop':'L'},"
-        "{'name':'b4','reads':['x'],'writes':['y'],'loop':'L'}]}");
+    tlsan_plan *p =
+        tcheck_plan_q("{'tlsan_plan':1,'arenas':[{'name':'a','bytes':1024}],'tensors':["
+                      "{'name':'x','bytes':64,'arena':'a','offset':0,'input':true},"
+                      "{'name':'carried','bytes':64,'arena':'a','offset':64},"
+                      "{'name':'local','bytes':64,'arena':'a','offset':128},"
+                      "{'name':'pre','bytes':64,'arena':'a','offset':192},"
+                      "{'name':'y','bytes':64,'arena':'a','offset':256,'output':true}],'ops':["
+                      "{'name':'p0','reads':['x'],'writes':['pre']},"
+                      "{'name':'b0','reads':['x'],'writes':['local']},"
+                      "{'name':'b1','reads':['carried','local'],'writes':['y'],'loop':'L'},"
+                      "{'name':'b2','reads':['pre'],'writes':['local'],'loop':'L'},"
+                      "{'name':'b3','reads':['local'],'writes':['carried'],'loop':'L'},"
+                      "{'name':'b4','reads':['x'],'writes':['y'],'loop':'L'}]}");
     access_index ix;
     assert_int_equal(access_index_build(&ix, p), 0);
     path_state ps = {.plan = p};

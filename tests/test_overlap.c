@@ -89,10 +89,10 @@ static void random_layouts(void **state)
         for (size_t a = 0; a < n; a++)
             for (size_t b = a + 1; b < n; b++) {
                 const tensor_rec *ta = &p->tensors[a], *tb = &p->tensors[b];
-                bool part = ta->bytes && tb->bytes && !life_empty(ix.hull[a]) &&
-                            !life_empty(ix.hull[b]);
-                bool share = part && ta->arena == tb->arena &&
-                             ta->offset_bytes < root_end(tb) && tb->offset_bytes < root_end(ta);
+                bool part =
+                    ta->bytes && tb->bytes && !life_empty(ix.hull[a]) && !life_empty(ix.hull[b]);
+                bool share = part && ta->arena == tb->arena && ta->offset_bytes < root_end(tb) &&
+                             tb->offset_bytes < root_end(ta);
                 bool live_too = share && life_intersect(ix.hull[a], ix.hull[b]);
                 if (bytes.m[a * n + b] != (share ? 1 : 0) || live.m[a * n + b] != live_too) {
                     fprintf(stderr, "iteration %d pair (%zu,%zu): bytes %d live %d, want %d %d\n",

@@ -21,7 +21,8 @@
 /* ---- helpers ---- */
 
 /* Writes a plan to a string (caller frees). */
-static char *write_to_string(const tlsan_plan *p, bool pretty) {
+static char *write_to_string(const tlsan_plan *p, bool pretty)
+{
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -32,23 +33,27 @@ static char *write_to_string(const tlsan_plan *p, bool pretty) {
 }
 
 static void add_arena(tlsan_plan *p, const char *name, uint64_t bytes, uint64_t align,
-                      const char *memory) {
+                      const char *memory)
+{
     tlsan_arena_desc a = {name, bytes, align, memory};
     tlsan_error err;
     assert_int_equal(tlsan_plan_add_arena(p, &a, &err), TLSAN_OK);
 }
 
-static void add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t) {
+static void add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t)
+{
     tlsan_error err;
     assert_int_equal(tlsan_plan_add_tensor(p, t, &err), TLSAN_OK);
 }
 
-static void add_op(tlsan_plan *p, const tlsan_op_desc *o) {
+static void add_op(tlsan_plan *p, const tlsan_op_desc *o)
+{
     tlsan_error err;
     assert_int_equal(tlsan_plan_add_op(p, o, &err), TLSAN_OK);
 }
 
-static void finalize(tlsan_plan *p) {
+static void finalize(tlsan_plan *p)
+{
     tlsan_error err;
     char msg[1024];
     tlsan_status st = tlsan_plan_finalize(p, &err);
@@ -57,7 +62,8 @@ static void finalize(tlsan_plan *p) {
 }
 
 /* A plan using every key of the format, with non-default values. */
-static tlsan_plan *full_plan(void) {
+static tlsan_plan *full_plan(void)
+{
     tlsan_plan *p = tlsan_plan_create();
     assert_non_null(p);
     assert_int_equal(tlsan_plan_set_name(p, "demo"), TLSAN_OK);
@@ -156,7 +162,8 @@ static tlsan_plan *full_plan(void) {
 
 /* ---- model comparison: names, numbers and lists, resolved through each plan ---- */
 
-static void same_str(const char *a, const char *b) {
+static void same_str(const char *a, const char *b)
+{
     if (!a || !b)
         assert_ptr_equal(a, b);
     else
@@ -166,7 +173,8 @@ static void same_str(const char *a, const char *b) {
 /* Two lists of tensor (or op, or string) references compared by name. */
 typedef enum { REF_TENSOR, REF_OP, REF_STRING } ref_kind;
 
-static const char *ref_name(const tlsan_plan *p, ref_kind k, uint32_t v) {
+static const char *ref_name(const tlsan_plan *p, ref_kind k, uint32_t v)
+{
     switch (k) {
     case REF_TENSOR:
         return plan_str(p, p->tensors[v].name);
@@ -179,23 +187,27 @@ static const char *ref_name(const tlsan_plan *p, ref_kind k, uint32_t v) {
 }
 
 static void same_refs(const tlsan_plan *a, uint32_t sa, uint32_t na, const tlsan_plan *b,
-                      uint32_t sb, uint32_t nb, ref_kind k) {
+                      uint32_t sb, uint32_t nb, ref_kind k)
+{
     assert_int_equal(na, nb);
     for (uint32_t i = 0; i < na; i++)
         same_str(ref_name(a, k, a->id_pool.v[sa + i]), ref_name(b, k, b->id_pool.v[sb + i]));
 }
 
-static const char *cond_if(const tlsan_plan *p, const op_rec *o, uint32_t k) {
+static const char *cond_if(const tlsan_plan *p, const op_rec *o, uint32_t k)
+{
     return plan_str(p, p->ifs[p->id_pool.v[o->cond_start + 2 * k]].name);
 }
 
-static const char *cond_arm(const tlsan_plan *p, const op_rec *o, uint32_t k) {
+static const char *cond_arm(const tlsan_plan *p, const op_rec *o, uint32_t k)
+{
     const if_rec *f = &p->ifs[p->id_pool.v[o->cond_start + 2 * k]];
     return plan_str(p, p->id_pool.v[f->arms_start + p->id_pool.v[o->cond_start + 2 * k + 1]]);
 }
 
 /* Fails the test unless both finalized plans describe the same model. */
-static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b) {
+static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
+{
     same_str(plan_str(a, a->name), plan_str(b, b->name));
     assert_int_equal(a->schedule, b->schedule);
     assert_int_equal(a->n_arenas, b->n_arenas);
@@ -260,7 +272,8 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b) {
 }
 
 /* Writes a plan, reads the text back and fails unless the model is unchanged. */
-static void assert_round_trip(const tlsan_plan *p, bool pretty) {
+static void assert_round_trip(const tlsan_plan *p, bool pretty)
+{
     char *text = write_to_string(p, pretty);
     tlsan_plan *back = NULL;
     tlsan_error err;
@@ -276,7 +289,8 @@ static void assert_round_trip(const tlsan_plan *p, bool pretty) {
 
 /* ---- exact output ---- */
 
-static void test_full_plan_exact(void **state) {
+static void test_full_plan_exact(void **state)
+{
     (void)state;
     tlsan_plan *p = full_plan();
     char *s = write_to_string(p, false);
@@ -314,7 +328,8 @@ static void test_full_plan_exact(void **state) {
 }
 
 /* Every key with its default value is left out; the three lists are always there. */
-static void test_defaults_omitted(void **state) {
+static void test_defaults_omitted(void **state)
+{
     (void)state;
     tlsan_plan *p = tlsan_plan_create();
     finalize(p);
@@ -346,7 +361,8 @@ static void test_defaults_omitted(void **state) {
 }
 
 /* Names are JSON-escaped; non-ASCII UTF-8 passes through unchanged. */
-static void test_escaping(void **state) {
+static void test_escaping(void **state)
+{
     (void)state;
     tlsan_plan *p = tlsan_plan_create();
     assert_int_equal(tlsan_plan_set_name(p, "a\"b\\c\n"), TLSAN_OK);
@@ -360,7 +376,8 @@ static void test_escaping(void **state) {
 }
 
 /* Pretty output is the same document, indented, ending in exactly one newline. */
-static void test_pretty(void **state) {
+static void test_pretty(void **state)
+{
     (void)state;
     tlsan_plan *p = full_plan();
     char *pretty = write_to_string(p, true);
@@ -391,7 +408,8 @@ static void test_pretty(void **state) {
     tlsan_plan_free(p);
 }
 
-static void test_errors(void **state) {
+static void test_errors(void **state)
+{
     (void)state;
     tlsan_plan *p = tlsan_plan_create();
     /* Not finalized: a caller bug, nothing written. */
@@ -418,7 +436,8 @@ static void test_errors(void **state) {
 }
 
 /* The member writer lets a cache writer wrap plans with a key of its own. */
-static void test_members_in_caller_map(void **state) {
+static void test_members_in_caller_map(void **state)
+{
     (void)state;
     tlsan_plan *p = tlsan_plan_create();
     finalize(p);
@@ -437,7 +456,8 @@ static void test_members_in_caller_map(void **state) {
     tlsan_plan_free(p);
 }
 
-static void test_round_trip_builder(void **state) {
+static void test_round_trip_builder(void **state)
+{
     (void)state;
     tlsan_plan *p = full_plan();
     assert_round_trip(p, false);
@@ -447,7 +467,8 @@ static void test_round_trip_builder(void **state) {
 
 /* Every shared case: read -> write -> read gives the same model. The invalid case must stay
  * refused; a cache's plans are round-tripped one by one. */
-static void test_round_trip_shared_cases(void **state) {
+static void test_round_trip_shared_cases(void **state)
+{
     (void)state;
     const char *dir = TLSAN_SHARED_DIR "/cases";
     DIR *d = opendir(dir);
@@ -494,7 +515,8 @@ static void test_round_trip_shared_cases(void **state) {
 
 /* Every real TVM graph, imported, written and read back: what `tlsan import tvm -o` gives
  * `tlsan check` is the model the importer built. */
-static void test_round_trip_tvm(void **state) {
+static void test_round_trip_tvm(void **state)
+{
     (void)state;
     const char *dir = TLSAN_SHARED_DIR "/real/tvm";
     DIR *d = opendir(dir);
@@ -520,7 +542,8 @@ static void test_round_trip_tvm(void **state) {
     assert_int_equal(n_graphs, 22);
 }
 
-int main(void) {
+int main(void)
+{
     const struct CMUnitTest self_contained[] = {
         cmocka_unit_test(test_full_plan_exact),
         cmocka_unit_test(test_defaults_omitted),

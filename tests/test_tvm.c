@@ -25,7 +25,8 @@
 
 /* ---- helpers ---- */
 
-static char *slurp(const char *path, size_t *len) {
+static char *slurp(const char *path, size_t *len)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
@@ -49,7 +50,8 @@ static char *slurp(const char *path, size_t *len) {
 }
 
 /* The real graphs are third-party data that only the team's shared folder holds. */
-static bool have_real_files(void) {
+static bool have_real_files(void)
+{
     FILE *f = fopen(TVM_DIR "/PROVENANCE.md", "r");
     if (!f)
         return false;
@@ -57,7 +59,8 @@ static bool have_real_files(void) {
     return true;
 }
 
-static tlsan_plan *import_real(const char *file, const tvm_import_options *opt) {
+static tlsan_plan *import_real(const char *file, const tvm_import_options *opt)
+{
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", TVM_DIR, file);
     size_t len;
@@ -74,7 +77,8 @@ static tlsan_plan *import_real(const char *file, const tvm_import_options *opt) 
     return p;
 }
 
-static uint32_t tensor_index(const tlsan_plan *p, const char *name) {
+static uint32_t tensor_index(const tlsan_plan *p, const char *name)
+{
     for (size_t i = 0; i < p->n_tensors; i++)
         if (strcmp(plan_str(p, p->tensors[i].name), name) == 0)
             return (uint32_t)i;
@@ -82,7 +86,8 @@ static uint32_t tensor_index(const tlsan_plan *p, const char *name) {
     return NO_INDEX;
 }
 
-static bool has_tensor(const tlsan_plan *p, const char *name) {
+static bool has_tensor(const tlsan_plan *p, const char *name)
+{
     for (size_t i = 0; i < p->n_tensors; i++)
         if (strcmp(plan_str(p, p->tensors[i].name), name) == 0)
             return true;
@@ -90,7 +95,8 @@ static bool has_tensor(const tlsan_plan *p, const char *name) {
 }
 
 static void assert_op_lists(const tlsan_plan *p, size_t op, const char *const *reads,
-                            size_t n_reads, const char *const *writes, size_t n_writes) {
+                            size_t n_reads, const char *const *writes, size_t n_writes)
+{
     const op_rec *o = &p->ops[op];
     assert_int_equal(o->n_reads, n_reads);
     assert_int_equal(o->n_writes, n_writes);
@@ -104,7 +110,8 @@ static void assert_op_lists(const tlsan_plan *p, size_t op, const char *const *r
 
 /* Number of distinct slots: distinct offsets of roots (no real graph has an empty entry,
  * so two slots never share an offset). */
-static size_t count_slots(const tlsan_plan *p) {
+static size_t count_slots(const tlsan_plan *p)
+{
     size_t n = 0;
     for (size_t i = 0; i < p->n_tensors; i++) {
         const tensor_rec *t = &p->tensors[i];
@@ -151,7 +158,8 @@ static const struct real_file {
 };
 #define N_REAL_FILES (sizeof real_files / sizeof real_files[0])
 
-static void test_real_files_import(void **state) {
+static void test_real_files_import(void **state)
+{
     (void)state;
     assert_int_equal(N_REAL_FILES, 22);
     for (size_t f = 0; f < N_REAL_FILES; f++) {
@@ -183,7 +191,8 @@ static void test_real_files_import(void **state) {
 /* tinyyolov3: multi-output kernels, shared storage ids, float32 and float16. Offsets worked
  * out by hand: slot sizes (bytes) by storage id 0..5 are 2076672 (1x3x416x416 f32),
  * 173056, 346112, 519168, 86190 (1x255x13x13 f16, padded to 86208) and 173056. */
-static void test_tinyyolov3_exact(void **state) {
+static void test_tinyyolov3_exact(void **state)
+{
     (void)state;
     tlsan_plan *p =
         import_real("rzv_drp-ai_tvm__how-to_sample_app_exe_tinyyolov3_onnx_deploy.json", NULL);
@@ -245,7 +254,8 @@ static void test_tinyyolov3_exact(void **state) {
 }
 
 /* The __nop reshape writes into its input's storage id: a view, not a second root. */
-static void test_nop_view(void **state) {
+static void test_nop_view(void **state)
+{
     (void)state;
     tlsan_plan *p = import_real(
         "rzv_drp-ai_tvm__how-to_sample_app_usb_cam_http_exe_face_deeppose_pt_deploy.json", NULL);
@@ -268,7 +278,8 @@ static void test_nop_view(void **state) {
 }
 
 /* Names that occur on several nodes become NAME@NODE_INDEX, for every such node. */
-static void test_duplicate_names(void **state) {
+static void test_duplicate_names(void **state)
+{
     (void)state;
     tlsan_plan *p = import_real("face-recognition-api__deploy_graph.json", NULL);
     static const char *const dups[] = {"relu34_NCHW4c@153", "relu34_NCHW4c@163",
@@ -299,7 +310,8 @@ static void test_duplicate_names(void **state) {
 
 /* ---- synthetic graphs ---- */
 
-static tlsan_plan *import_text(const char *json) {
+static tlsan_plan *import_text(const char *json)
+{
     tlsan_plan *p = NULL;
     tlsan_error err;
     char msg[1024];
@@ -312,7 +324,8 @@ static tlsan_plan *import_text(const char *json) {
 /* Two nodes named "k" with two outputs each (NAME@INDEX:K), no node_row_ptr (entries
  * counted from num_outputs), integer num_outputs, 2-element input references, and the
  * integer and boolean dltypes. */
-static void test_synthetic_graph(void **state) {
+static void test_synthetic_graph(void **state)
+{
     (void)state;
     const char *json =
         "{\"nodes\": ["
@@ -364,7 +377,8 @@ static void test_synthetic_graph(void **state) {
 }
 
 /* Malformed graphs: TLSAN_ERR_INVALID with the JSON path and a reason, never a crash. */
-static void test_malformed(void **state) {
+static void test_malformed(void **state)
+{
     (void)state;
 /* A valid two-node graph with one piece replaced. */
 #define NODES_OK                                                                                   \
@@ -488,7 +502,8 @@ static void test_malformed(void **state) {
 
 /* Syntax errors carry line and column (1-based) of the byte where parsing stopped; at the
  * end of the input, the column just past its last byte. */
-static void test_syntax_errors(void **state) {
+static void test_syntax_errors(void **state)
+{
     (void)state;
     static const struct {
         const char *json;
@@ -536,7 +551,8 @@ static void test_syntax_errors(void **state) {
     assert_null(p);
 }
 
-static void test_io_and_arg_errors(void **state) {
+static void test_io_and_arg_errors(void **state)
+{
     (void)state;
     tlsan_plan *p = NULL;
     tlsan_error err;
@@ -566,7 +582,8 @@ static void test_io_and_arg_errors(void **state) {
 }
 
 /* The file entry point reads the same thing as the buffer one. */
-static void test_import_file(void **state) {
+static void test_import_file(void **state)
+{
     (void)state;
     tlsan_plan *p = NULL;
     tlsan_error err;
@@ -584,11 +601,13 @@ typedef struct name_pair {
     const char *a, *b;
 } name_pair;
 
-static name_pair make_pair(const char *x, const char *y) {
+static name_pair make_pair(const char *x, const char *y)
+{
     return strcmp(x, y) <= 0 ? (name_pair){x, y} : (name_pair){y, x};
 }
 
-static int cmp_pair(const void *x, const void *y) {
+static int cmp_pair(const void *x, const void *y)
+{
     const name_pair *p = x, *q = y;
     int c = strcmp(p->a, q->a);
     return c ? c : strcmp(p->b, q->b);
@@ -596,7 +615,8 @@ static int cmp_pair(const void *x, const void *y) {
 
 /* Checks the plan; returns its live-overlap pairs sorted (malloc'd) and fails the test on
  * any finding of another kind. */
-static name_pair *live_overlaps(const tlsan_plan *p, size_t *n_out, const char *context) {
+static name_pair *live_overlaps(const tlsan_plan *p, size_t *n_out, const char *context)
+{
     tlsan_report *r = NULL;
     assert_int_equal(tlsan_check(p, NULL, &r), TLSAN_OK);
     size_t n = tlsan_report_count(r);
@@ -617,7 +637,8 @@ static name_pair *live_overlaps(const tlsan_plan *p, size_t *n_out, const char *
 }
 
 static void assert_pairs(const name_pair *got, size_t n_got, name_pair *want, size_t n_want,
-                         const char *context) {
+                         const char *context)
+{
     if (n_want)
         qsort(want, n_want, sizeof *want, cmp_pair);
     bool same = n_got == n_want;
@@ -632,7 +653,8 @@ static void assert_pairs(const name_pair *got, size_t n_got, name_pair *want, si
     fail_msg("%s: live-overlap pairs differ", context);
 }
 
-static void test_real_files_clean(void **state) {
+static void test_real_files_clean(void **state)
+{
     (void)state;
     for (size_t f = 0; f < N_REAL_FILES; f++) {
         tlsan_plan *p = import_real(real_files[f].file, NULL);
@@ -647,7 +669,8 @@ static void test_real_files_clean(void **state) {
 /* Hand-worked mutations of nonn__nonn_x86_wrn_fc.json. Its ops (steps) are relu0_NCHW8c (0),
  * _contrib_conv2d_nchwc0 (1), __mul_scalar__0 (2) and dense0 (3, the head); storage ids per
  * entry are [3, 4, 5, 0, 6, 1, 2, 7, 8, 1]: conv2d (live 1..2) and dense0 (3..4) share id 1. */
-static void test_mutations_by_hand(void **state) {
+static void test_mutations_by_hand(void **state)
+{
     (void)state;
     const char *file = "nonn__nonn_x86_wrn_fc.json";
     static const struct {
@@ -703,21 +726,24 @@ typedef struct ref_graph {
     bool has_nop;
 } ref_graph;
 
-static yajl_val ref_get(yajl_val v, const char *key) {
+static yajl_val ref_get(yajl_val v, const char *key)
+{
     const char *path[] = {key, NULL};
     yajl_val r = yajl_tree_get(v, path, yajl_t_any);
     assert_non_null(r);
     return r;
 }
 
-static void ref_touch(ref_graph *g, size_t e, int64_t step) {
+static void ref_touch(ref_graph *g, size_t e, int64_t step)
+{
     if (step < g->first[e])
         g->first[e] = step;
     if (step > g->last[e])
         g->last[e] = step;
 }
 
-static void ref_load(ref_graph *g, const char *file) {
+static void ref_load(ref_graph *g, const char *file)
+{
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", TVM_DIR, file);
     size_t len;
@@ -816,7 +842,8 @@ static void ref_load(ref_graph *g, const char *file) {
     free(text);
 }
 
-static void ref_free(ref_graph *g) {
+static void ref_free(ref_graph *g)
+{
     for (size_t e = 0; e < g->n_entries; e++)
         free(g->name[e]);
     free(g->name);
@@ -843,7 +870,8 @@ static void ref_free(ref_graph *g) {
  * entries of one storage id always share bytes and nothing else does. The unmutated graphs
  * are clean (test_real_files_clean), and the move changes no access, so every pair must
  * involve E, and slots are resized to hold E, so no out-of-bounds appears. */
-static void test_mutations_all_files(void **state) {
+static void test_mutations_all_files(void **state)
+{
     (void)state;
     size_t total_mutations = 0, total_pairs = 0, multi_pair_mutations = 0;
     for (size_t f = 0; f < N_REAL_FILES; f++) {
@@ -903,7 +931,8 @@ static void test_mutations_all_files(void **state) {
     assert_int_equal(multi_pair_mutations, 366);
 }
 
-int main(void) {
+int main(void)
+{
     const struct CMUnitTest self_contained[] = {
         cmocka_unit_test(test_synthetic_graph),
         cmocka_unit_test(test_malformed),

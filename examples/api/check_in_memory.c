@@ -17,11 +17,17 @@ int main(void)
 
     tlsan_arena_desc arena = {.name = "scratch", .bytes = 3 * 4096, .alignment_bytes = 64};
     tlsan_tensor_desc tensors[] = {
-        {.name = "x", .bytes = 4096, .arena = "scratch", .offset_bytes = 0,
+        {.name = "x",
+         .bytes = 4096,
+         .arena = "scratch",
+         .offset_bytes = 0,
          .flags = TLSAN_TENSOR_INPUT},
         {.name = "h", .bytes = 4096, .arena = "scratch", .offset_bytes = 4096},
         {.name = "g", .bytes = 4096, .arena = "scratch", .offset_bytes = 4096},
-        {.name = "y", .bytes = 4096, .arena = "scratch", .offset_bytes = 8192,
+        {.name = "y",
+         .bytes = 4096,
+         .arena = "scratch",
+         .offset_bytes = 8192,
          .flags = TLSAN_TENSOR_OUTPUT},
     };
     const char *mm_r[] = {"x"}, *mm_w[] = {"h"};

@@ -73,8 +73,8 @@ typedef struct tlsan_finding {
     const char *message;        /**< one sentence, no trailing newline */
     const char *const *tensors; /**< names involved (storage roots for memory findings) */
     size_t n_tensors;
-    int64_t tensor_index[2]; /**< plan indices of tensors[0..1], -1 when not applicable */
-    int64_t plan_index;      /**< index in the cache, -1 for a lone plan */
+    int64_t tensor_index[2];  /**< plan indices of tensors[0..1], -1 when not applicable */
+    int64_t plan_index;       /**< index in the cache, -1 for a lone plan */
     int64_t other_plan_index; /**< cache-key-collision: the second plan, else -1 */
     bool has_steps;
     int64_t steps[2]; /**< [first, last] colliding steps */
@@ -84,12 +84,12 @@ typedef struct tlsan_finding {
     int64_t lifetimes[2][2]; /**< per tensor, [first, last] on the reported path */
     const tlsan_cond *path;  /**< the branch path that shows it (only relevant ifs) */
     size_t n_path;
-    int64_t op_index;   /**< an op involved: declaring op (bad-inplace), reader
-                             (read-before-write), later tenant's first op (unordered-reuse);
-                             -1 when none */
-    int64_t op_index2;  /**< unordered-reuse: an access of the earlier tenant not ordered
-                             before op_index; -1 when none */
-    bool approximate;   /**< paths were too many to enumerate: judged on the union of paths */
+    int64_t op_index;  /**< an op involved: declaring op (bad-inplace), reader
+                            (read-before-write), later tenant's first op (unordered-reuse);
+                            -1 when none */
+    int64_t op_index2; /**< unordered-reuse: an access of the earlier tenant not ordered
+                            before op_index; -1 when none */
+    bool approximate;  /**< paths were too many to enumerate: judged on the union of paths */
 } tlsan_finding;
 
 /** Plan statistics (tlsan check --format json, "stats"). */

@@ -157,7 +157,7 @@ typedef struct tlsan_op_desc {
     size_t n_writes;
     const char *const *inplace; /**< 2*n_inplace names: out0, in0, out1, in1, ... */
     size_t n_inplace;
-    const char *stream; /**< NULL means "main" */
+    const char *stream;       /**< NULL means "main" */
     const char *const *after; /**< names of earlier ops this op depends on */
     size_t n_after;
     const tlsan_cond *branch; /**< the op runs where all conditions hold */

@@ -19,7 +19,8 @@
 
 /* ---- the finding set ---- */
 
-static int finding_cmp(const brute_finding *a, const brute_finding *b) {
+static int finding_cmp(const brute_finding *a, const brute_finding *b)
+{
     if (a->kind != b->kind)
         return a->kind < b->kind ? -1 : 1;
     if (a->n_tensors != b->n_tensors)
@@ -32,7 +33,8 @@ static int finding_cmp(const brute_finding *a, const brute_finding *b) {
     return 0;
 }
 
-int brute_findings_add(brute_findings *set, tlsan_kind kind, const char *t0, const char *t1) {
+int brute_findings_add(brute_findings *set, tlsan_kind kind, const char *t0, const char *t1)
+{
     brute_finding f = {kind, 0, {NULL, NULL}};
     if (t0)
         f.tensors[f.n_tensors++] = t0;
@@ -61,13 +63,15 @@ int brute_findings_add(brute_findings *set, tlsan_kind kind, const char *t0, con
     return 0;
 }
 
-void brute_findings_clear(brute_findings *set) {
+void brute_findings_clear(brute_findings *set)
+{
     free(set->v);
     set->v = NULL;
     set->n = set->cap = 0;
 }
 
-int brute_findings_equal(const brute_findings *a, const brute_findings *b) {
+int brute_findings_equal(const brute_findings *a, const brute_findings *b)
+{
     if (a->n != b->n)
         return 0;
     for (size_t i = 0; i < a->n; i++)
@@ -76,7 +80,8 @@ int brute_findings_equal(const brute_findings *a, const brute_findings *b) {
     return 1;
 }
 
-const char *brute_kind_name(tlsan_kind kind) {
+const char *brute_kind_name(tlsan_kind kind)
+{
     /* Own table from the header's X-macro: the test support must not depend on the
      * library's tlsan_kind_name(), which is part of what is being tested. */
     static const char *const names[] = {
@@ -87,14 +92,16 @@ const char *brute_kind_name(tlsan_kind kind) {
     return (unsigned)kind < TLSAN_KIND_COUNT_ ? names[kind] : "unknown";
 }
 
-tlsan_kind brute_kind_from_name(const char *name) {
+tlsan_kind brute_kind_from_name(const char *name)
+{
     for (int k = 0; k < TLSAN_KIND_COUNT_; k++)
         if (strcmp(brute_kind_name((tlsan_kind)k), name) == 0)
             return (tlsan_kind)k;
     return TLSAN_KIND_COUNT_;
 }
 
-void brute_findings_print(const brute_findings *set, FILE *out) {
+void brute_findings_print(const brute_findings *set, FILE *out)
+{
     for (size_t i = 0; i < set->n; i++) {
         fprintf(out, "%s", brute_kind_name(set->v[i].kind));
         for (size_t k = 0; k < set->v[i].n_tensors; k++)
@@ -113,25 +120,29 @@ typedef struct brute {
     brute_findings *out;
 } brute;
 
-static const char *tname(const brute *b, uint32_t t) {
+static const char *tname(const brute *b, uint32_t t)
+{
     return plan_str(b->p, b->p->tensors[t].name);
 }
 
 /* spec: "follow `view_of` to a tensor that has an `arena`". */
-static uint32_t root_of(const brute *b, uint32_t t) {
+static uint32_t root_of(const brute *b, uint32_t t)
+{
     while (b->p->tensors[t].view_of != NO_INDEX)
         t = b->p->tensors[t].view_of;
     return t;
 }
 
-static bool is_root(const brute *b, uint32_t t) {
+static bool is_root(const brute *b, uint32_t t)
+{
     return b->p->tensors[t].view_of == NO_INDEX;
 }
 
 /* True when u is t or a view below t (t is on u's view chain). A tensor's accesses are its
  * own and those of the views below it (spec: "its views' included", "those of the views
  * below it"). */
-static bool is_under(const brute *b, uint32_t u, uint32_t t) {
+static bool is_under(const brute *b, uint32_t u, uint32_t t)
+{
     for (;;) {
         if (u == t)
             return true;
@@ -143,7 +154,8 @@ static bool is_under(const brute *b, uint32_t u, uint32_t t) {
 
 /* spec: "a view's: its root's offset plus the view offsets down the chain". Saturating, as
  * offsets may each be up to 2^63-1. */
-static uint64_t abs_offset(const brute *b, uint32_t t) {
+static uint64_t abs_offset(const brute *b, uint32_t t)
+{
     uint64_t off = 0;
     for (;;) {
         uint64_t o = b->p->tensors[t].offset_bytes;
@@ -157,7 +169,8 @@ static uint64_t abs_offset(const brute *b, uint32_t t) {
 /* Flags of t and every view below it. spec: "constant: both of the above"; "a flag on a view
  * holds its root too". A view's flags do not include its base's (brief: "for a view, not
  * its base's"). */
-static unsigned flags_under(const brute *b, uint32_t t) {
+static unsigned flags_under(const brute *b, uint32_t t)
+{
     unsigned fl = 0;
     for (size_t u = 0; u < b->p->n_tensors; u++)
         if (is_under(b, (uint32_t)u, t)) {
@@ -169,29 +182,34 @@ static unsigned flags_under(const brute *b, uint32_t t) {
     return fl;
 }
 
-static bool list_has_under(const brute *b, uint32_t start, uint32_t count, uint32_t t) {
+static bool list_has_under(const brute *b, uint32_t start, uint32_t count, uint32_t t)
+{
     for (uint32_t i = 0; i < count; i++)
         if (is_under(b, b->p->id_pool.v[start + i], t))
             return true;
     return false;
 }
 
-static bool op_reads(const brute *b, size_t k, uint32_t t) {
+static bool op_reads(const brute *b, size_t k, uint32_t t)
+{
     const op_rec *o = &b->p->ops[k];
     return list_has_under(b, o->reads_start, o->n_reads, t);
 }
 
-static bool op_writes(const brute *b, size_t k, uint32_t t) {
+static bool op_writes(const brute *b, size_t k, uint32_t t)
+{
     const op_rec *o = &b->p->ops[k];
     return list_has_under(b, o->writes_start, o->n_writes, t);
 }
 
-static bool op_accesses(const brute *b, size_t k, uint32_t t) {
+static bool op_accesses(const brute *b, size_t k, uint32_t t)
+{
     return op_reads(b, k, t) || op_writes(b, k, t);
 }
 
 /* The op names tensor t itself (not a view of it) in the given list. */
-static bool list_names(const brute *b, uint32_t start, uint32_t count, uint32_t t) {
+static bool list_names(const brute *b, uint32_t start, uint32_t count, uint32_t t)
+{
     for (uint32_t i = 0; i < count; i++)
         if (b->p->id_pool.v[start + i] == t)
             return true;
@@ -200,7 +218,8 @@ static bool list_names(const brute *b, uint32_t start, uint32_t count, uint32_t 
 
 /* spec: "the op runs only where all of them hold"; "ops outside any branch run on every
  * path". */
-static bool op_on_path(const brute *b, size_t k) {
+static bool op_on_path(const brute *b, size_t k)
+{
     const op_rec *o = &b->p->ops[k];
     for (uint32_t c = 0; c < o->n_cond; c++) {
         uint32_t f = b->p->id_pool.v[o->cond_start + 2 * c];
@@ -218,7 +237,8 @@ typedef struct life {
     int64_t first, last;
 } life;
 
-static void touch(life *l, int64_t step) {
+static void touch(life *l, int64_t step)
+{
     if (!l->live) {
         l->live = true;
         l->first = l->last = step;
@@ -244,7 +264,8 @@ static void touch(life *l, int64_t step) {
  * reading first"; ops read their inputs before writing their outputs).
  * Reading: "accessed before the loop" looks at the real accesses (and the input step), not
  * at another loop's extension. */
-static life lifetime_on_path(const brute *b, uint32_t t) {
+static life lifetime_on_path(const brute *b, uint32_t t)
+{
     life l = {false, 0, 0};
     unsigned fl = flags_under(b, t);
     if (fl & TLSAN_TENSOR_INPUT)
@@ -279,7 +300,8 @@ static life lifetime_on_path(const brute *b, uint32_t t) {
 
 /* The raw access steps of t on the path (no loop extension): the input step, the ops, the
  * output step. Returns how many were written to steps (at most n + 2). */
-static size_t accesses_on_path(const brute *b, uint32_t t, int64_t *steps) {
+static size_t accesses_on_path(const brute *b, uint32_t t, int64_t *steps)
+{
     size_t m = 0;
     unsigned fl = flags_under(b, t);
     if (fl & TLSAN_TENSOR_INPUT)
@@ -294,7 +316,8 @@ static size_t accesses_on_path(const brute *b, uint32_t t, int64_t *steps) {
 
 /* ---- happens-before ---- */
 
-static void edge(const brute *b, bool *hb, size_t i, size_t j) {
+static void edge(const brute *b, bool *hb, size_t i, size_t j)
+{
     hb[i * b->p->n_ops + j] = true;
 }
 
@@ -312,7 +335,8 @@ static void edge(const brute *b, bool *hb, size_t i, size_t j) {
  * before it, and it before every op listed after it.
  * Reading: "the latest record listed before it" counts records on the path only ("Only ops
  * on the path count"). */
-static void happens_before(const brute *b, bool *hb) {
+static void happens_before(const brute *b, bool *hb)
+{
     const tlsan_plan *p = b->p;
     size_t n = p->n_ops;
     memset(hb, 0, n * n * sizeof *hb);
@@ -366,7 +390,8 @@ static void happens_before(const brute *b, bool *hb) {
 }
 
 /* Step i happens before step j (steps -1 and n are the host before and after every op). */
-static bool hb_step(const brute *b, const bool *hb, int64_t i, int64_t j) {
+static bool hb_step(const brute *b, const bool *hb, int64_t i, int64_t j)
+{
     if (i == -1 || j == b->n)
         return true;
     if (i == b->n || j == -1)
@@ -378,7 +403,8 @@ static bool hb_step(const brute *b, const bool *hb, int64_t i, int64_t j) {
 
 /* spec: "their byte ranges intersect (an empty range intersects nothing; only roots' ranges
  * count ...)" and "in the same arena". */
-static bool share_bytes(const brute *b, uint32_t x, uint32_t y) {
+static bool share_bytes(const brute *b, uint32_t x, uint32_t y)
+{
     const tensor_rec *tx = &b->p->tensors[x], *ty = &b->p->tensors[y];
     if (tx->arena != ty->arena || tx->bytes == 0 || ty->bytes == 0)
         return false;
@@ -389,7 +415,8 @@ static bool share_bytes(const brute *b, uint32_t x, uint32_t y) {
 
 /* spec (table): "some op declares them an in-place pair" — through their storage roots, in
  * either order, whatever path the op is on. */
-static bool declared_pair(const brute *b, uint32_t x, uint32_t y) {
+static bool declared_pair(const brute *b, uint32_t x, uint32_t y)
+{
     for (size_t k = 0; k < b->p->n_ops; k++) {
         const op_rec *o = &b->p->ops[k];
         for (uint32_t q = 0; q < o->n_inplace; q++) {
@@ -411,7 +438,8 @@ static bool declared_pair(const brute *b, uint32_t x, uint32_t y) {
  * does not count); "cover the same bytes" compares the two declared tensors' absolute byte
  * ranges [offset, offset + bytes); "last/first accessed" are the ends of the lifetimes
  * (with the input/output steps and the loop rule). */
-static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *lf) {
+static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *lf)
+{
     const tlsan_plan *p = b->p;
     for (size_t k = 0; k < p->n_ops; k++) {
         if (!b->runs[k])
@@ -440,7 +468,8 @@ static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *l
 
 /* Element sizes in bits, from the spec's list ("f64 i64 u64 8, f32 i32 u32 4, f16 bf16 i16
  * u16 2, f8 i8 u8 bool 1, i4 u4 ½"), looked up by the dtype's name. */
-static uint64_t element_bits(const char *name) {
+static uint64_t element_bits(const char *name)
+{
     static const struct {
         const char *name;
         uint64_t bits;
@@ -455,7 +484,8 @@ static uint64_t element_bits(const char *name) {
 
 /* spec: "`bytes` must hold it"; "`[]` is one element"; "½ rounded up over the whole
  * tensor". Returns false when the need exceeds 2^64-1 bytes (then nothing holds it). */
-static bool needed_bytes(const brute *b, uint32_t t, uint64_t *need) {
+static bool needed_bytes(const brute *b, uint32_t t, uint64_t *need)
+{
     const tensor_rec *r = &b->p->tensors[t];
     uint64_t bits = element_bits(tlsan_dtype_name((tlsan_dtype)r->dtype));
     for (uint32_t i = 0; i < r->n_shape; i++)
@@ -474,7 +504,8 @@ static bool needed_bytes(const brute *b, uint32_t t, uint64_t *need) {
     return true;
 }
 
-static int layout_findings(const brute *b) {
+static int layout_findings(const brute *b)
+{
     const tlsan_plan *p = b->p;
     for (uint32_t t = 0; t < p->n_tensors; t++) {
         const tensor_rec *r = &p->tensors[t];
@@ -515,7 +546,8 @@ static int layout_findings(const brute *b) {
 
 /* ---- the check ---- */
 
-int brute_check(const tlsan_plan *plan, brute_findings *out) {
+int brute_check(const tlsan_plan *plan, brute_findings *out)
+{
     int rc = -1;
     brute b = {plan, (int64_t)plan->n_ops, NULL, NULL, out};
     size_t nt = plan->n_tensors, n = plan->n_ops;
@@ -665,7 +697,8 @@ out:
 
 /* ---- dumping a plan (for failure messages; independent of the library's writer) ---- */
 
-static void dump_str(FILE *out, const char *s) {
+static void dump_str(FILE *out, const char *s)
+{
     fputc('"', out);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
@@ -676,7 +709,8 @@ static void dump_str(FILE *out, const char *s) {
 }
 
 static void dump_names(const tlsan_plan *p, FILE *out, const char *key, uint32_t start,
-                       uint32_t count, bool tensors) {
+                       uint32_t count, bool tensors)
+{
     fprintf(out, ", \"%s\": [", key);
     for (uint32_t i = 0; i < count; i++) {
         uint32_t idx = p->id_pool.v[start + i];
@@ -687,7 +721,8 @@ static void dump_names(const tlsan_plan *p, FILE *out, const char *key, uint32_t
     fputc(']', out);
 }
 
-void brute_plan_dump(const tlsan_plan *p, FILE *out) {
+void brute_plan_dump(const tlsan_plan *p, FILE *out)
+{
     fprintf(out, "{\"tlsan_plan\": 1, \"schedule\": \"%s\",\n \"arenas\": [",
             p->schedule == TLSAN_SCHEDULE_DATAFLOW ? "dataflow" : "sequential");
     for (size_t a = 0; a < p->n_arenas; a++) {

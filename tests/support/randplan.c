@@ -9,11 +9,12 @@
 #define MAX_VIEWS   4
 #define MAX_TENSORS (MAX_ROOTS + MAX_VIEWS)
 #define MAX_OPS     16
-#define MAX_IFS     3
+#define MAX_IFS     6
 #define SLOT_BYTES  64
 
 /* splitmix64: tiny, good enough, and the state lives in the caller. */
-static uint64_t next(uint64_t *s) {
+static uint64_t next(uint64_t *s)
+{
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -21,12 +22,14 @@ static uint64_t next(uint64_t *s) {
 }
 
 /* Uniform in 0..n-1 (n > 0). The modulo bias is irrelevant here. */
-static unsigned below(uint64_t *s, unsigned n) {
+static unsigned below(uint64_t *s, unsigned n)
+{
     return (unsigned)(next(s) % n);
 }
 
 /* True with probability pct/100. */
-static bool chance(uint64_t *s, unsigned pct) {
+static bool chance(uint64_t *s, unsigned pct)
+{
     return below(s, 100) < pct;
 }
 
@@ -35,7 +38,7 @@ static const char *const view_names[MAX_VIEWS] = {"v0", "v1", "v2", "v3"};
 static const char *const op_names[MAX_OPS] = {"op0",  "op1",  "op2",  "op3", "op4",  "op5",
                                               "op6",  "op7",  "op8",  "op9", "op10", "op11",
                                               "op12", "op13", "op14", "op15"};
-static const char *const if_names[MAX_IFS] = {"c0", "c1", "c2"};
+static const char *const if_names[MAX_IFS] = {"c0", "c1", "c2", "c3", "c4", "c5"};
 static const char *const arm_names[3] = {"then", "else", "third"};
 static const char *const stream_names[3] = {"main", "s1", "s2"};
 static const char *const event_names[2] = {"e0", "e1"};
@@ -51,7 +54,8 @@ typedef struct gen_tensor {
     int root;        /* index of its storage root */
 } gen_tensor;
 
-static tlsan_plan *refuse(tlsan_plan *p, const tlsan_error *err, char *why, size_t why_bytes) {
+static tlsan_plan *refuse(tlsan_plan *p, const tlsan_error *err, char *why, size_t why_bytes)
+{
     if (why && why_bytes) {
         char buf[1024];
         snprintf(why, why_bytes, "%s", tlsan_error_format(err, buf, sizeof buf));
@@ -61,7 +65,8 @@ static tlsan_plan *refuse(tlsan_plan *p, const tlsan_error *err, char *why, size
 }
 
 /* Draws up to `max` distinct tensors of the table into out; returns how many. */
-static size_t pick_tensors(uint64_t *s, size_t n_tensors, size_t max, int *out) {
+static size_t pick_tensors(uint64_t *s, size_t n_tensors, size_t max, int *out)
+{
     size_t want = below(s, (unsigned)max + 1), got = 0;
     for (size_t tries = 0; got < want && tries < 8; tries++) {
         int t = (int)below(s, (unsigned)n_tensors);
@@ -74,8 +79,9 @@ static size_t pick_tensors(uint64_t *s, size_t n_tensors, size_t max, int *out) 
     return got;
 }
 
-tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, size_t why_bytes) {
-    randplan_opts o = {0, 0, 0};
+tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, size_t why_bytes)
+{
+    randplan_opts o = {0, 0, 0, 0};
     if (opt)
         o = *opt;
     unsigned max_ops = o.max_ops ? o.max_ops : 10;
@@ -88,6 +94,9 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
         max_roots = MAX_ROOTS;
     if (max_roots < 2)
         max_roots = 2;
+    unsigned max_ifs = o.max_ifs ? o.max_ifs : 3;
+    if (max_ifs > MAX_IFS)
+        max_ifs = MAX_IFS;
     bool layout = !(o.disable & RANDPLAN_NO_LAYOUT);
 
     uint64_t st = seed ^ 0x5eed0f7157a11ull;
@@ -218,7 +227,7 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
 
     /* Control structure: streams, ifs with their named arms, loops (contiguous, disjoint). */
     unsigned n_streams = (o.disable & RANDPLAN_NO_STREAMS) || chance(s, 50) ? 1 : 2 + below(s, 2);
-    unsigned n_ifs = (o.disable & RANDPLAN_NO_BRANCHES) ? 0 : below(s, MAX_IFS + 1);
+    unsigned n_ifs = (o.disable & RANDPLAN_NO_BRANCHES) ? 0 : below(s, max_ifs + 1);
     unsigned if_arms[MAX_IFS];
     for (unsigned f = 0; f < n_ifs; f++)
         if_arms[f] = 1 + below(s, 3);

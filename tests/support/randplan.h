@@ -29,6 +29,7 @@ typedef struct randplan_opts {
     unsigned disable;   /* RANDPLAN_NO_* bits */
     unsigned max_ops;   /* 2..max_ops ops; 0 means 10 (at most 16) */
     unsigned max_roots; /* 2..max_roots roots; 0 means 8 (at most 8) */
+    unsigned max_ifs;   /* 0..max_ifs conditionals; 0 means 3 (at most 6) */
 } randplan_opts;
 
 /* Makes the plan of `seed` (opt may be NULL for the defaults). Returns a finalized plan the
