@@ -1,6 +1,6 @@
 /* tlsan_gen_plan: generates a realistic memory plan for the checker benchmark.
  *
- *   tlsan_gen_plan --roots N --seed S [--inject K] [--lifetimes] -o PLAN.json
+ *   tlsan_gen_plan --roots N --seed S [--inject K] [--lifetimes] [--no-shapes] -o PLAN.json
  *
  * The plan is shaped like an inference graph: ops in topological order, each reading one
  * to three recently produced tensors, sometimes an older one (a residual connection) and
@@ -83,7 +83,8 @@ typedef struct gen {
     uint32_t n_acts, n_weights;
 } gen;
 
-static uint64_t rng_next(uint64_t *state) {
+static uint64_t rng_next(uint64_t *state)
+{
     /* splitmix64: tiny, good enough for test data, reproducible from the seed */
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -91,16 +92,19 @@ static uint64_t rng_next(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
-static uint64_t rng_below(uint64_t *state, uint64_t n) {
+static uint64_t rng_below(uint64_t *state, uint64_t n)
+{
     return rng_next(state) % n;
 }
 
 /* true with probability per_mille / 1000 */
-static bool rng_chance(uint64_t *state, unsigned per_mille) {
+static bool rng_chance(uint64_t *state, unsigned per_mille)
+{
     return rng_below(state, 1000) < per_mille;
 }
 
-static unsigned pick_shape(uint64_t *state, const shape_def *defs, size_t n) {
+static unsigned pick_shape(uint64_t *state, const shape_def *defs, size_t n)
+{
     unsigned total = 0;
     for (size_t i = 0; i < n; i++)
         total += defs[i].weight;
@@ -113,19 +117,22 @@ static unsigned pick_shape(uint64_t *state, const shape_def *defs, size_t n) {
     return 0;
 }
 
-static uint64_t shape_bytes(const shape_def *def) {
+static uint64_t shape_bytes(const shape_def *def)
+{
     uint64_t elems = 1;
     for (unsigned i = 0; i < def->n_dims; i++)
         elems *= def->dims[i];
     return elems * 2;
 }
 
-static uint64_t root_bytes(const root *r) {
+static uint64_t root_bytes(const root *r)
+{
     return r->kind == KIND_WEIGHT ? shape_bytes(&weight_shapes[r->shape])
                                   : shape_bytes(&act_shapes[r->shape]);
 }
 
-static bool grow(void **data, size_t *cap, size_t need, size_t elem_bytes) {
+static bool grow(void **data, size_t *cap, size_t need, size_t elem_bytes)
+{
     if (need <= *cap)
         return true;
     size_t new_cap = *cap ? *cap * 2 : 1024;
@@ -139,7 +146,8 @@ static bool grow(void **data, size_t *cap, size_t need, size_t elem_bytes) {
     return true;
 }
 
-static int64_t new_root(gen *g, uint8_t kind) {
+static int64_t new_root(gen *g, uint8_t kind)
+{
     if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof(root)))
         return -1;
     root *r = &g->roots[g->n_roots];
@@ -162,7 +170,8 @@ static const char *const op_types[] = {"linear", "conv", "layernorm", "gelu",   
                                        "add",    "mul",  "matmul",    "attention", "concat"};
 
 /* Builds the op list and the roots' derived lifetimes. Returns false when out of memory. */
-static bool build_graph(gen *g, uint64_t n_roots_wanted) {
+static bool build_graph(gen *g, uint64_t n_roots_wanted)
+{
     bool ok = false;
     uint32_t *produced = NULL; /* handles in production order */
     size_t n_produced = 0, cap_produced = 0;
@@ -299,7 +308,8 @@ typedef struct free_list {
     uint64_t peak_bytes; /* the arena size needed */
 } free_list;
 
-static bool fl_alloc(free_list *fl, uint64_t bytes, uint64_t *offset_out) {
+static bool fl_alloc(free_list *fl, uint64_t bytes, uint64_t *offset_out)
+{
     for (size_t i = 0; i < fl->n; i++) {
         gap *gp = &fl->gaps[i];
         if (gp->bytes >= bytes) {
@@ -327,7 +337,8 @@ static bool fl_alloc(free_list *fl, uint64_t bytes, uint64_t *offset_out) {
     return true;
 }
 
-static bool fl_free(free_list *fl, uint64_t offset_bytes, uint64_t bytes) {
+static bool fl_free(free_list *fl, uint64_t offset_bytes, uint64_t bytes)
+{
     size_t lo = 0, hi = fl->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -373,7 +384,8 @@ typedef struct heap {
     size_t n, cap;
 } heap;
 
-static bool heap_push(heap *h, const root *roots, uint32_t item) {
+static bool heap_push(heap *h, const root *roots, uint32_t item)
+{
     if (!grow((void **)&h->items, &h->cap, h->n + 1, sizeof(uint32_t)))
         return false;
     size_t i = h->n++;
@@ -388,7 +400,8 @@ static bool heap_push(heap *h, const root *roots, uint32_t item) {
     return true;
 }
 
-static uint32_t heap_pop(heap *h, const root *roots) {
+static uint32_t heap_pop(heap *h, const root *roots)
+{
     uint32_t top = h->items[0];
     uint32_t item = h->items[--h->n];
     size_t i = 0;
@@ -411,7 +424,8 @@ static uint32_t heap_pop(heap *h, const root *roots) {
 /* Places activations first-fit in first-write order (roots were created in that order): a
  * root's bytes are reused only once its last step is strictly before the new root's first
  * step, because touching at one step is a conflict. Weights are bump-allocated. */
-static bool place(gen *g, uint64_t *act_bytes, uint64_t *weight_bytes) {
+static bool place(gen *g, uint64_t *act_bytes, uint64_t *weight_bytes)
+{
     bool ok = false;
     free_list fl = {0};
     heap live = {0};
@@ -443,11 +457,13 @@ cleanup:
 
 /* ---- injection ---- */
 
-static bool lifetimes_meet(const root *a, const root *b) {
+static bool lifetimes_meet(const root *a, const root *b)
+{
     return !(a->last < b->first || b->last < a->first);
 }
 
-static bool bytes_meet(const root *a, const root *b) {
+static bool bytes_meet(const root *a, const root *b)
+{
     uint64_t a_end = a->offset_bytes + root_bytes(a), b_end = b->offset_bytes + root_bytes(b);
     return a->offset_bytes < b_end && b->offset_bytes < a_end;
 }
@@ -456,14 +472,16 @@ typedef struct pair {
     uint32_t a, b;
 } pair;
 
-static int pair_cmp(const void *pa, const void *pb) {
+static int pair_cmp(const void *pa, const void *pb)
+{
     const pair *x = pa, *y = pb;
     if (x->a != y->a)
         return x->a < y->a ? -1 : 1;
     return x->b < y->b ? -1 : (x->b > y->b);
 }
 
-static void root_name(const root *r, char *buf, size_t buf_bytes) {
+static void root_name(const root *r, char *buf, size_t buf_bytes)
+{
     snprintf(buf, buf_bytes, "%c%" PRIu32, r->kind == KIND_WEIGHT ? 'w' : 't', r->id);
 }
 
@@ -471,7 +489,8 @@ static void root_name(const root *r, char *buf, size_t buf_bytes) {
  * time, then lists every conflicting pair by a direct scan (k is small). Returns false when
  * out of memory; *moved_out is how many moves were made (fewer when the plan is tiny). */
 static bool inject(gen *g, uint64_t k, uint64_t *act_bytes, pair **pairs_out, size_t *n_pairs_out,
-                   uint64_t *moved_out) {
+                   uint64_t *moved_out)
+{
     uint32_t *moved = calloc(k ? k : 1, sizeof(uint32_t));
     uint8_t *is_moved = calloc(g->n_roots ? g->n_roots : 1, 1);
     pair *pairs = NULL;
@@ -539,22 +558,25 @@ cleanup:
 
 /* ---- output ---- */
 
-static void write_shape(FILE *f, const shape_def *def, bool drop_batch) {
-    fputs("\"dtype\":\"f16\",\"shape\":[", f);
+static void write_shape(FILE *f, const shape_def *def, bool drop_batch)
+{
+    fputs(",\"dtype\":\"f16\",\"shape\":[", f);
     unsigned start = drop_batch && def->n_dims > 1 ? 1 : 0;
     for (unsigned i = start; i < def->n_dims; i++)
         fprintf(f, i > start ? ",%" PRIu64 : "%" PRIu64, def->dims[i]);
     fputc(']', f);
 }
 
-static void write_handle(FILE *f, const gen *g, uint32_t h) {
+static void write_handle(FILE *f, const gen *g, uint32_t h)
+{
     char name[32];
     root_name(&g->roots[h >> 1], name, sizeof(name));
     fprintf(f, (h & 1) ? "\"%s_v\"" : "\"%s\"", name);
 }
 
 static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t act_bytes,
-                       uint64_t weight_bytes, bool lifetimes) {
+                       uint64_t weight_bytes, bool lifetimes, bool shapes)
+{
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
@@ -578,12 +600,12 @@ static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t a
         root_name(r, name, sizeof(name));
         const shape_def *def =
             r->kind == KIND_WEIGHT ? &weight_shapes[r->shape] : &act_shapes[r->shape];
-        fprintf(f,
-                "%s{\"name\":\"%s\",\"bytes\":%" PRIu64 ",\"arena\":\"%s\",\"offset\":%" PRIu64 ",",
+        fprintf(f, "%s{\"name\":\"%s\",\"bytes\":%" PRIu64 ",\"arena\":\"%s\",\"offset\":%" PRIu64,
                 first ? "" : ",\n", name, shape_bytes(def),
                 r->kind == KIND_WEIGHT ? "weights" : "act", r->offset_bytes);
         first = false;
-        write_shape(f, def, false);
+        if (shapes)
+            write_shape(f, def, false);
         if (r->kind == KIND_WEIGHT)
             fputs(",\"constant\":true", f);
         if (r->flags & ROOT_INPUT)
@@ -594,9 +616,10 @@ static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t a
             fprintf(f, ",\"lifetime\":[%" PRId64 ",%" PRId64 "]", r->first, r->last);
         fputc('}', f);
         if (r->flags & ROOT_HAS_VIEW) {
-            fprintf(f, ",\n{\"name\":\"%s_v\",\"bytes\":%" PRIu64 ",\"view_of\":\"%s\",", name,
+            fprintf(f, ",\n{\"name\":\"%s_v\",\"bytes\":%" PRIu64 ",\"view_of\":\"%s\"", name,
                     shape_bytes(def), name);
-            write_shape(f, def, true);
+            if (shapes)
+                write_shape(f, def, true);
             fputc('}', f);
         }
     }
@@ -625,7 +648,8 @@ static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t a
 }
 
 /* PLAN.json.roots: "N_ROOTS N_OPS" then "name arena offset bytes first last" per root. */
-static bool write_roots(const gen *g, const char *path) {
+static bool write_roots(const gen *g, const char *path)
+{
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
@@ -643,7 +667,8 @@ static bool write_roots(const gen *g, const char *path) {
     return ok;
 }
 
-static bool write_pairs(const gen *g, const char *path, const pair *pairs, size_t n_pairs) {
+static bool write_pairs(const gen *g, const char *path, const pair *pairs, size_t n_pairs)
+{
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
@@ -663,7 +688,8 @@ static bool write_pairs(const gen *g, const char *path, const pair *pairs, size_
     return ok;
 }
 
-static bool parse_u64(const char *s, uint64_t *out) {
+static bool parse_u64(const char *s, uint64_t *out)
+{
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -673,19 +699,23 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
-static void usage(FILE *f) {
-    fputs("usage: tlsan_gen_plan --roots N --seed S [--inject K] [--lifetimes] -o PLAN.json\n"
+static void usage(FILE *f)
+{
+    fputs("usage: tlsan_gen_plan --roots N --seed S [--inject K] [--lifetimes] [--no-shapes]\n"
+          "                      -o PLAN.json\n"
           "  Writes a realistic clean plan of N storage roots (activations placed first-fit,\n"
           "  weights as constants), then moves K intermediate tensors onto live bytes.\n"
           "  Sidecars: PLAN.json.injected (conflicting pairs, \"a b\" per line) and\n"
           "  PLAN.json.roots (compact roots for tlsan_naive_check).\n"
-          "  --lifetimes  also declare each root's exact lifetime\n",
+          "  --lifetimes  also declare each root's exact lifetime\n"
+          "  --no-shapes  leave out dtype and shape (a smaller file)\n",
           f);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     uint64_t n_roots = 0, seed = 1, k_inject = 0;
-    bool have_roots = false, lifetimes = false;
+    bool have_roots = false, lifetimes = false, shapes = true;
     const char *out_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -695,6 +725,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--lifetimes")) {
             lifetimes = true;
+        } else if (!strcmp(a, "--no-shapes")) {
+            shapes = false;
         } else if (v && !strcmp(a, "--roots")) {
             have_roots = parse_u64(v, &n_roots);
             if (!have_roots || n_roots == 0 || n_roots > UINT32_MAX / 2) {
@@ -742,7 +774,7 @@ int main(int argc, char **argv) {
         fputs("tlsan_gen_plan: out of memory\n", stderr);
         goto cleanup;
     }
-    if (!write_plan(&g, out_path, seed, act_bytes, weight_bytes, lifetimes)) {
+    if (!write_plan(&g, out_path, seed, act_bytes, weight_bytes, lifetimes, shapes)) {
         fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", out_path, strerror(errno));
         goto cleanup;
     }

@@ -29,13 +29,15 @@ typedef struct naive_root {
     int arena;
 } naive_root;
 
-static double now_seconds(void) {
+static double now_seconds(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     uint64_t max_roots = 100000;
     bool print_pairs = false;
     const char *plan_path = NULL;

@@ -13,7 +13,8 @@
 #
 # Environment: TLSAN_BENCH_SIZES ("1000 10000 100000 1000000"), TLSAN_BENCH_SEED (1),
 # TLSAN_BENCH_INJECT (5), TLSAN_BENCH_REPEAT (3), TLSAN_BENCH_NAIVE_MAX (100000),
-# TLSAN_BENCH_DIR (a temporary directory, removed afterwards unless given).
+# TLSAN_BENCH_DIR (a temporary directory, removed afterwards unless given),
+# TLSAN_BENCH_GEN_FLAGS (extra tlsan_gen_plan flags, e.g. "--no-shapes" or "--lifetimes").
 set -euo pipefail
 
 build=${1:-build}
@@ -22,6 +23,7 @@ seed=${TLSAN_BENCH_SEED:-1}
 inject=${TLSAN_BENCH_INJECT:-5}
 repeat=${TLSAN_BENCH_REPEAT:-3}
 naive_max=${TLSAN_BENCH_NAIVE_MAX:-100000}
+read -r -a gen_flags <<<"${TLSAN_BENCH_GEN_FLAGS:-}"
 
 tlsan=$build/tlsan
 gen=$build/bench/tlsan_gen_plan
@@ -57,7 +59,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 echo "# tlsan check benchmark"
 echo
-echo "machine: $(nproc) cores, ${cpu:-unknown CPU}; seed $seed, $inject injected moves per plan," \
+echo "machine: $(nproc) cores, ${cpu:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+    "seed $seed, $inject injected moves per plan, generator flags: ${TLSAN_BENCH_GEN_FLAGS:-none};" \
     "check time = best of $repeat whole-process runs of \`tlsan check --format json\`"
 echo
 
@@ -69,7 +72,7 @@ t_1e6="" bpr_1e6=""
 for n in $sizes; do
     plan=$work/plan-$n.json
     g0=$EPOCHREALTIME
-    "$gen" --roots "$n" --seed "$seed" --inject "$inject" -o "$plan" 2>"$work/gen-$n.log"
+    "$gen" --roots "$n" --seed "$seed" --inject "$inject" ${gen_flags[@]+"${gen_flags[@]}"} -o "$plan" 2>"$work/gen-$n.log"
     g1=$EPOCHREALTIME
     gen_s=$(elapsed "$g0" "$g1")
     n_ops=$(sed -n 's/.* \([0-9]*\) ops,.*/\1/p' "$work/gen-$n.log")
