@@ -82,18 +82,22 @@ for n in $sizes; do
     want_status=0
     [[ -s $expected ]] && want_status=1
 
-    best="" peak_kb=0 status_ok=1
+    best="" best_cpu="-" peak_kb=0 status_ok=1
     for ((r = 0; r < repeat; r++)); do
         t0=$EPOCHREALTIME
         set +e
-        /usr/bin/time -f '%e %M' -o "$work/time-$n.txt" "$tlsan" check --format json "$plan" \
+        /usr/bin/time -f '%e %M %U %S' -o "$work/time-$n.txt" "$tlsan" check --format json "$plan" \
             >"$work/out-$n.json" 2>"$work/err-$n.txt"
         status=$?
         set -e
         t1=$EPOCHREALTIME
         s=$(elapsed "$t0" "$t1")
-        kb=$(awk '{ print $2 }' "$work/time-$n.txt" | tail -1)
-        if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
+        # the last line: a failing command's status line comes first
+        kb=$(tail -1 "$work/time-$n.txt" | awk '{ print $2 }')
+        cpu_s=$(tail -1 "$work/time-$n.txt" | awk '{ printf "%.2f", $3 + $4 }')
+        if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+            best=$s best_cpu=$cpu_s
+        fi
         ((kb > peak_kb)) && peak_kb=$kb
         if ((status != want_status)); then
             echo "FAIL: $n roots: tlsan exited $status, expected $want_status:" >&2
@@ -143,16 +147,18 @@ for n in $sizes; do
         fi
         speedup=$(ratio "$naive_s" "$best")
     fi
-    rows+=("| $n | $n_ops | $plan_mb | $gen_s | $best | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $naive_ns | $speedup |")
+    rows+=("| $n | $n_ops | $plan_mb | $gen_s | $best | $best_cpu | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $naive_ns | $speedup |")
     if [[ $n == 1000000 ]]; then t_1e6=$best bpr_1e6=$bpr; fi
     prev_n=$n prev_t=$best
 done
 
-echo "| roots | ops | plan MB | generate s | tlsan check s | growth | peak RSS MB | bytes/root | findings (got/injected) | naive pair loop s | naive ns/pair | naive / tlsan |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
+echo "| roots | ops | plan MB | generate s | tlsan check s | its CPU s | growth | peak RSS MB | bytes/root | findings (got/injected) | naive pair loop s | naive ns/pair | naive / tlsan |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
 echo
-echo "naive: all pairs with the seed rule, only its pair loop timed; tlsan: the whole process."
+echo "tlsan check s: wall time of the whole process, best run; its CPU s: user+sys of that run" \
+    "(less disturbed by other load on the machine). growth: check time over the previous size's." \
+    "naive: all pairs with the seed rule, only its pair loop timed."
 echo
 met() { if awk "BEGIN { exit !($1) }"; then echo "met"; else echo "NOT met"; fi; }
 if [[ -n $t_1e6 ]]; then

@@ -148,10 +148,11 @@ static int check_layout(checker *c)
         }
         f.kind = TLSAN_KIND_MISALIGNED;
         bool arena_bad = t->view_of == NO_INDEX && t->offset_bytes % a->alignment_bytes != 0;
+        const tensor_extra *x = tensor_x(p, t);
         bool own_bad =
-            (t->flags & TREC_HAS_ALIGNMENT) && t->abs_offset_bytes % t->alignment_bytes != 0;
+            (t->flags & TREC_HAS_ALIGNMENT) && t->abs_offset_bytes % x->alignment_bytes != 0;
         if (arena_bad || own_bad) {
-            uint64_t need = own_bad ? t->alignment_bytes : a->alignment_bytes;
+            uint64_t need = own_bad ? x->alignment_bytes : a->alignment_bytes;
             if (report_add(c->r, &f,
                            "'%s' starts at offset %" PRIu64 " of arena '%s', not a multiple of "
                            "its %s alignment %" PRIu64,
@@ -160,9 +161,9 @@ static int check_layout(checker *c)
                 return -1;
         }
         f.kind = TLSAN_KIND_MEMORY_KIND_MISMATCH;
-        if (t->memory != STRTAB_NONE && t->memory != a->memory) {
+        if (x->memory != STRTAB_NONE && x->memory != a->memory) {
             if (report_add(c->r, &f, "'%s' needs memory '%s' but arena '%s' is '%s'", names[0],
-                           strtab_str(&p->strings, t->memory), strtab_str(&p->strings, a->name),
+                           strtab_str(&p->strings, x->memory), strtab_str(&p->strings, a->name),
                            strtab_str(&p->strings, a->memory)))
                 return -1;
         }
@@ -341,7 +342,8 @@ static int check_declared_lifetime(checker *c, uint32_t t)
     } while (paths_next(c));
     if (life_empty(derived))
         return 0;
-    if (tr->lifetime[0] <= derived.first && derived.last <= tr->lifetime[1])
+    const int64_t *declared = tensor_x(p, tr)->lifetime;
+    if (declared[0] <= derived.first && derived.last <= declared[1])
         return 0;
     const char *names[1] = {tname(p, t)};
     tlsan_finding f = new_finding(c, TLSAN_KIND_LIFETIME_TOO_SHORT);
@@ -352,13 +354,13 @@ static int check_declared_lifetime(checker *c, uint32_t t)
     f.lifetimes[0][0] = derived.first;
     f.lifetimes[0][1] = derived.last;
     f.has_steps = true;
-    f.steps[0] = tr->lifetime[0];
-    f.steps[1] = tr->lifetime[1];
+    f.steps[0] = declared[0];
+    f.steps[1] = declared[1];
     f.approximate = approximate;
     return report_add(c->r, &f,
                       "'%s' declares lifetime [%" PRId64 ", %" PRId64
                       "] but the ops use it over [%d, %d]",
-                      names[0], tr->lifetime[0], tr->lifetime[1], derived.first, derived.last);
+                      names[0], declared[0], declared[1], derived.first, derived.last);
 }
 
 /* ---- pairs ---- */

@@ -181,6 +181,7 @@ void tlsan_plan_free(tlsan_plan *p)
     strtab_free(&p->strings);
     free(p->arenas);
     free(p->tensors);
+    free(p->extras);
     free(p->ops);
     free(p->id_pool.v);
     free(p->shape_pool.v);
@@ -384,16 +385,24 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             return nomem(err);
     }
     r.root = NO_INDEX;
-    if (intern_opt(p, t->memory, &r.memory) != 0)
-        return nomem(err);
-    if (t->alignment_bytes) {
-        r.flags |= TREC_HAS_ALIGNMENT;
-        r.alignment_bytes = t->alignment_bytes;
-    }
-    if (t->has_lifetime) {
-        r.flags |= TREC_HAS_LIFETIME;
-        r.lifetime[0] = t->lifetime[0];
-        r.lifetime[1] = t->lifetime[1];
+    r.extra = NO_INDEX;
+    if (t->memory || t->alignment_bytes || t->has_lifetime) {
+        tensor_extra x = {{0, 0}, 0, STRTAB_NONE};
+        if (intern_opt(p, t->memory, &x.memory) != 0)
+            return nomem(err);
+        if (t->alignment_bytes) {
+            r.flags |= TREC_HAS_ALIGNMENT;
+            x.alignment_bytes = t->alignment_bytes;
+        }
+        if (t->has_lifetime) {
+            r.flags |= TREC_HAS_LIFETIME;
+            x.lifetime[0] = t->lifetime[0];
+            x.lifetime[1] = t->lifetime[1];
+        }
+        if (vec_reserve_((void **)&p->extras, &p->cap_extras, p->n_extras, 1, sizeof *p->extras))
+            return nomem(err);
+        r.extra = (uint32_t)p->n_extras;
+        p->extras[p->n_extras++] = x;
     }
     r.dtype = (uint8_t)t->dtype;
     if (t->dtype != TLSAN_DTYPE_NONE) {
@@ -625,6 +634,7 @@ static void shrink_to_fit(tlsan_plan *p)
     } while (0)
     SHRINK(p->tensors, p->n_tensors, p->cap_tensors);
     SHRINK(p->ops, p->n_ops, p->cap_ops);
+    SHRINK(p->extras, p->n_extras, p->cap_extras);
     SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
     SHRINK(p->id_pool.v, p->id_pool.n, p->id_pool.cap);
     SHRINK(p->shape_pool.v, p->shape_pool.n, p->shape_pool.cap);
@@ -670,7 +680,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             }
             t->view_of = b;
         }
-        if ((t->flags & TREC_HAS_LIFETIME) && t->lifetime[1] > (int64_t)p->n_ops)
+        if ((t->flags & TREC_HAS_LIFETIME) && tensor_x(p, t)->lifetime[1] > (int64_t)p->n_ops)
             return fail(err, "lifetime ends after the output step (the number of ops)",
                         "tensors[%zu].lifetime[1]", i);
     }

@@ -32,18 +32,24 @@ typedef struct tensor_rec {
     uint32_t arena;   /* arena index for a root; NO_INDEX for a view (before finalize: name id) */
     uint32_t view_of; /* base tensor index for a view; NO_INDEX for a root (before: name id) */
     uint32_t root;    /* storage root index (itself for a root), set by finalize */
-    uint32_t memory;  /* strtab id or STRTAB_NONE */
+    uint32_t extra;   /* index of its tensor_extra, NO_INDEX when it has none */
     uint8_t flags;    /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
     uint8_t dtype;    /* tlsan_dtype */
     uint8_t pad[2];
     uint64_t bytes;
-    uint64_t offset_bytes;     /* root: in its arena; view: view_offset from its base */
-    uint64_t abs_offset_bytes; /* set by finalize: first byte within the root's arena */
-    uint64_t alignment_bytes;
-    int64_t lifetime[2];
+    uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
+    uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
     uint32_t shape_start, n_shape; /* into plan->shape_pool */
     uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
 } tensor_rec;
+
+/* The fields few tensors carry live beside the records, so that a plan of a million
+ * tensors does not pay 28 bytes each for them. */
+typedef struct tensor_extra {
+    int64_t lifetime[2];      /* declared lifetime (TREC_HAS_LIFETIME) */
+    uint64_t alignment_bytes; /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
+    uint32_t memory;          /* strtab id or STRTAB_NONE */
+} tensor_extra;
 
 typedef struct op_rec {
     uint32_t name;
@@ -96,6 +102,8 @@ struct tlsan_plan {
     tlsan_schedule schedule;
     bool finalized;
 
+    tensor_extra *extras;
+    size_t n_extras, cap_extras;
     arena_rec *arenas;
     size_t n_arenas, cap_arenas;
     tensor_rec *tensors;
@@ -126,6 +134,13 @@ uint32_t plan_lookup(const u32vec *by_name, uint32_t name_id);
 static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
 {
     return id == STRTAB_NONE ? NULL : strtab_str(&p->strings, id);
+}
+
+/* The rare fields of a tensor (a shared all-absent record when it has none). */
+static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec *t)
+{
+    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE};
+    return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
 }
 
 /* Bytes the dtype and shape of tensor t need (saturating at UINT64_MAX); 0 when none. */

@@ -138,11 +138,11 @@ static void put_tensor(writer *w, const tensor_rec *t)
     }
     if (t->flags & TREC_HAS_ALIGNMENT) {
         put_str(w, "alignment");
-        put_int(w, (int64_t)t->alignment_bytes);
+        put_int(w, (int64_t)tensor_x(p, t)->alignment_bytes);
     }
-    if (t->memory != STRTAB_NONE) {
+    if (tensor_x(p, t)->memory != STRTAB_NONE) {
         put_str(w, "memory");
-        put_id(w, t->memory);
+        put_id(w, tensor_x(p, t)->memory);
     }
     /* The builder ORs input|output into a constant's flags; "constant" alone says both. */
     if (t->flags & TLSAN_TENSOR_CONSTANT) {
@@ -161,8 +161,8 @@ static void put_tensor(writer *w, const tensor_rec *t)
     if (t->flags & TREC_HAS_LIFETIME) {
         put_str(w, "lifetime");
         open_array(w);
-        put_int(w, t->lifetime[0]);
-        put_int(w, t->lifetime[1]);
+        put_int(w, tensor_x(p, t)->lifetime[0]);
+        put_int(w, tensor_x(p, t)->lifetime[1]);
         close_array(w);
     }
     if (t->dtype != TLSAN_DTYPE_NONE) {

@@ -196,24 +196,26 @@ static void put_layout_details(text_out *o, const tlsan_plan *p, const tlsan_fin
                     off, arena, ar->alignment_bytes, off % ar->alignment_bytes);
             said = true;
         }
-        if (tr->alignment_bytes > 1 && off % tr->alignment_bytes) {
+        if (tensor_x(p, tr)->alignment_bytes > 1 && off % tensor_x(p, tr)->alignment_bytes) {
             fprintf(o->out,
                     "  offset %" PRIu64 " in arena '%s' is not a multiple of the tensor's "
                     "alignment %" PRIu64 " (remainder %" PRIu64 ")\n",
-                    off, arena, tr->alignment_bytes, off % tr->alignment_bytes);
+                    off, arena, tensor_x(p, tr)->alignment_bytes,
+                    off % tensor_x(p, tr)->alignment_bytes);
             said = true;
         }
         if (!said)
             fprintf(o->out,
                     "  offset %" PRIu64 " in arena '%s'; arena alignment %" PRIu64
                     ", tensor alignment %" PRIu64 "\n",
-                    off, arena, ar->alignment_bytes, tr->alignment_bytes ? tr->alignment_bytes : 1);
+                    off, arena, ar->alignment_bytes,
+                    tensor_x(p, tr)->alignment_bytes ? tensor_x(p, tr)->alignment_bytes : 1);
         break;
     }
     case TLSAN_KIND_MEMORY_KIND_MISMATCH:
         fprintf(o->out, "  the tensor needs memory '%s'; arena '%s' is '%s'\n",
-                tr->memory == STRTAB_NONE ? "?" : plan_str(p, tr->memory), arena,
-                plan_str(p, ar->memory));
+                tensor_x(p, tr)->memory == STRTAB_NONE ? "?" : plan_str(p, tensor_x(p, tr)->memory),
+                arena, plan_str(p, ar->memory));
         break;
     case TLSAN_KIND_SIZE_MISMATCH: {
         uint64_t need = plan_needed_bytes(p, tr);
@@ -225,8 +227,8 @@ static void put_layout_details(text_out *o, const tlsan_plan *p, const tlsan_fin
         break;
     }
     case TLSAN_KIND_LIFETIME_TOO_SHORT:
-        fprintf(o->out, "  declared lifetime [%" PRId64 ", %" PRId64 "]", tr->lifetime[0],
-                tr->lifetime[1]);
+        fprintf(o->out, "  declared lifetime [%" PRId64 ", %" PRId64 "]",
+                tensor_x(p, tr)->lifetime[0], tensor_x(p, tr)->lifetime[1]);
         if (f->has_lifetimes)
             fprintf(o->out, ", derived from the ops [%" PRId64 ", %" PRId64 "]", f->lifetimes[0][0],
                     f->lifetimes[0][1]);

@@ -201,12 +201,12 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
             d->view_of = plan_str(p, p->tensors[r->view_of].name);
             d->view_offset_bytes = r->offset_bytes;
         }
-        d->alignment_bytes = (r->flags & TREC_HAS_ALIGNMENT) ? r->alignment_bytes : 0;
-        d->memory = plan_str(p, r->memory);
+        d->alignment_bytes = (r->flags & TREC_HAS_ALIGNMENT) ? tensor_x(p, r)->alignment_bytes : 0;
+        d->memory = plan_str(p, tensor_x(p, r)->memory);
         d->flags = r->flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
         d->has_lifetime = (r->flags & TREC_HAS_LIFETIME) != 0;
-        d->lifetime[0] = r->lifetime[0];
-        d->lifetime[1] = r->lifetime[1];
+        d->lifetime[0] = tensor_x(p, r)->lifetime[0];
+        d->lifetime[1] = tensor_x(p, r)->lifetime[1];
         d->dtype = (tlsan_dtype)r->dtype;
         if (r->n_shape > E_MAX)
             return false;

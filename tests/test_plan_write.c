@@ -232,12 +232,12 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
         assert_int_equal(x->offset_bytes, y->offset_bytes);
         assert_int_equal(x->abs_offset_bytes, y->abs_offset_bytes);
         assert_int_equal(x->flags, y->flags);
-        same_str(plan_str(a, x->memory), plan_str(b, y->memory));
+        same_str(plan_str(a, tensor_x(a, x)->memory), plan_str(b, tensor_x(b, y)->memory));
         if (x->flags & TREC_HAS_ALIGNMENT)
-            assert_int_equal(x->alignment_bytes, y->alignment_bytes);
+            assert_int_equal(tensor_x(a, x)->alignment_bytes, tensor_x(b, y)->alignment_bytes);
         if (x->flags & TREC_HAS_LIFETIME) {
-            assert_int_equal(x->lifetime[0], y->lifetime[0]);
-            assert_int_equal(x->lifetime[1], y->lifetime[1]);
+            assert_int_equal(tensor_x(a, x)->lifetime[0], tensor_x(b, y)->lifetime[0]);
+            assert_int_equal(tensor_x(a, x)->lifetime[1], tensor_x(b, y)->lifetime[1]);
         }
         assert_int_equal(x->dtype, y->dtype);
         assert_int_equal(x->n_shape, y->n_shape);

@@ -214,15 +214,15 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(x->n_stack, 2);
     assert_string_equal(plan_str(p, p->id_pool.v[x->stack_start]), "m.py:3");
     assert_string_equal(plan_str(p, p->id_pool.v[x->stack_start + 1]), "m.py:1");
-    assert_string_equal(plan_str(p, x->memory), "cuda:0");
+    assert_string_equal(plan_str(p, tensor_x(p, x)->memory), "cuda:0");
 
     assert_int_equal(h->offset_bytes, UINT64_C(9223372036854771712));
-    assert_int_equal(h->alignment_bytes, 4096);
+    assert_int_equal(tensor_x(p, h)->alignment_bytes, 4096);
     assert_true(h->flags & TREC_HAS_LIFETIME);
-    assert_int_equal(h->lifetime[0], -1);
-    assert_int_equal(h->lifetime[1], 4);
+    assert_int_equal(tensor_x(p, h)->lifetime[0], -1);
+    assert_int_equal(tensor_x(p, h)->lifetime[1], 4);
     assert_int_equal(h->flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT), 0);
-    assert_int_equal(h->memory, STRTAB_NONE);
+    assert_int_equal(tensor_x(p, h)->memory, STRTAB_NONE);
 
     assert_int_equal(hv->arena, NO_INDEX);
     assert_int_equal(hv->view_of, 1);
@@ -290,8 +290,8 @@ static void test_integer_limits(void **state)
     assert_int_equal(tlsan_plan_read_buffer(json, strlen(json), "lim", &p, &err), TLSAN_OK);
     assert_int_equal(p->arenas[0].alignment_bytes, INT64_MAX);
     assert_int_equal(p->tensors[0].offset_bytes, INT64_MAX);
-    assert_int_equal(p->tensors[0].lifetime[0], -1);
-    assert_int_equal(p->tensors[0].lifetime[1], 0);
+    assert_int_equal(tensor_x(p, &p->tensors[0])->lifetime[0], -1);
+    assert_int_equal(tensor_x(p, &p->tensors[0])->lifetime[1], 0);
     tlsan_plan_free(p);
 }
 

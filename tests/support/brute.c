@@ -524,13 +524,14 @@ static int layout_findings(const brute *b)
         if (is_root(b, t) && r->offset_bytes % arena->alignment_bytes != 0)
             if (brute_findings_add(b->out, TLSAN_KIND_MISALIGNED, name, NULL) < 0)
                 return -1;
-        if ((r->flags & TREC_HAS_ALIGNMENT) && abs_offset(b, t) % r->alignment_bytes != 0)
+        if ((r->flags & TREC_HAS_ALIGNMENT) &&
+            abs_offset(b, t) % tensor_x(p, r)->alignment_bytes != 0)
             if (brute_findings_add(b->out, TLSAN_KIND_MISALIGNED, name, NULL) < 0)
                 return -1;
         /* spec: "a tensor's `memory` differs from its arena's"; a view's arena is its
          * root's. */
-        if (r->memory != STRTAB_NONE &&
-            strcmp(plan_str(p, r->memory), plan_str(p, arena->memory)) != 0)
+        if (tensor_x(p, r)->memory != STRTAB_NONE &&
+            strcmp(plan_str(p, tensor_x(p, r)->memory), plan_str(p, arena->memory)) != 0)
             if (brute_findings_add(b->out, TLSAN_KIND_MEMORY_KIND_MISMATCH, name, NULL) < 0)
                 return -1;
         /* spec: "`bytes` is smaller than `shape` and `dtype` need". */
@@ -679,7 +680,8 @@ int brute_check(const tlsan_plan *plan, brute_findings *out)
         const tensor_rec *r = &plan->tensors[t];
         if (!(r->flags & TREC_HAS_LIFETIME) || !derived[t].live)
             continue;
-        if (r->lifetime[0] > derived[t].first || r->lifetime[1] < derived[t].last)
+        if (tensor_x(plan, r)->lifetime[0] > derived[t].first ||
+            tensor_x(plan, r)->lifetime[1] < derived[t].last)
             if (brute_findings_add(out, TLSAN_KIND_LIFETIME_TOO_SHORT, tname(&b, t), NULL) < 0)
                 goto out;
     }
@@ -756,14 +758,15 @@ void brute_plan_dump(const tlsan_plan *p, FILE *out)
         else if (r->flags & TLSAN_TENSOR_OUTPUT)
             fputs(", \"output\": true", out);
         if (r->flags & TREC_HAS_ALIGNMENT)
-            fprintf(out, ", \"alignment\": %llu", (unsigned long long)r->alignment_bytes);
-        if (r->memory != STRTAB_NONE) {
+            fprintf(out, ", \"alignment\": %llu",
+                    (unsigned long long)tensor_x(p, r)->alignment_bytes);
+        if (tensor_x(p, r)->memory != STRTAB_NONE) {
             fputs(", \"memory\": ", out);
-            dump_str(out, plan_str(p, r->memory));
+            dump_str(out, plan_str(p, tensor_x(p, r)->memory));
         }
         if (r->flags & TREC_HAS_LIFETIME)
-            fprintf(out, ", \"lifetime\": [%lld, %lld]", (long long)r->lifetime[0],
-                    (long long)r->lifetime[1]);
+            fprintf(out, ", \"lifetime\": [%lld, %lld]", (long long)tensor_x(p, r)->lifetime[0],
+                    (long long)tensor_x(p, r)->lifetime[1]);
         if (r->dtype != TLSAN_DTYPE_NONE) {
             fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", tlsan_dtype_name(r->dtype));
             for (uint32_t i = 0; i < r->n_shape; i++)
