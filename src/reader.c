@@ -504,8 +504,8 @@ static int add_key(reader *r, frame *f, const char *s, size_t len)
 
 static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t len)
 {
-    if (len == 0)
-        return F_UNKNOWN;
+    if (len == 0 || memchr(s, '\0', len))
+        return F_UNKNOWN; /* no field name holds a NUL; strncmp below relies on that */
     uint64_t allowed = fields_of[kind];
     if (kind == CTX_DOC) {
         /* Once the document says what it is, the other side's keys are unknown keys. */
@@ -515,8 +515,8 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
             allowed &= ~PLAN_CONTENT;
     }
     for (int f = 1; f < F_COUNT_; f++)
-        if ((allowed & FB(f)) && field_names[f][0] == s[0] && strlen(field_names[f]) == len &&
-            memcmp(field_names[f], s, len) == 0)
+        if ((allowed & FB(f)) && field_names[f][0] == s[0] &&
+            strncmp(field_names[f], s, len) == 0 && field_names[f][len] == '\0')
             return (field)f;
     return F_UNKNOWN;
 }
@@ -957,9 +957,7 @@ static bool branch_key(reader *r, frame *f, vkind vk, const char *s, size_t len)
 static bool element(reader *r, frame *f, vkind vk, const char *s, size_t len)
 {
     obj *o = &r->o;
-    char d[64] = "";
-    if (vk != V_STR)
-        describe(vk, s, len, d, sizeof d);
+    char d[64] = ""; /* the value in words, formatted only on the error paths */
     switch ((ctx_kind)f->kind) {
     case CTX_STRINGS: {
         int l = f->field == F_STACK    ? L_STACK
@@ -973,8 +971,10 @@ static bool element(reader *r, frame *f, vkind vk, const char *s, size_t len)
         return get_str(r, vk, s, len, field_names[f->field], false, &off) && push_off(r, l, off);
     }
     case CTX_SHAPE: {
-        if (vk != V_NUM)
+        if (vk != V_NUM) {
+            describe(vk, s, len, d, sizeof d);
             return FAIL_VALUE(r, "each extent in 'shape' must be an integer, not %s", d);
+        }
         uint64_t v;
         if (!get_count(r, vk, s, len, "shape", 0, "extent out of range (0 to 2^63-1)", &v))
             return false;

@@ -23,7 +23,6 @@ void strtab_free(strtab *t)
 {
     free(t->chars);
     free(t->offsets);
-    free(t->lens);
     free(t->slots);
     memset(t, 0, sizeof *t);
 }
@@ -44,7 +43,9 @@ static uint32_t lookup(const strtab *t, const char *s, size_t len, uint64_t h, s
         }
         if (SLOT_TAG(v) == tag) {
             uint32_t id = SLOT_ID(v);
-            if (t->lens[id] == len && memcmp(t->chars + t->offsets[id], s, len) == 0) {
+            const char *c = t->chars + t->offsets[id];
+            /* no stored string holds a NUL, so a match ends exactly at len */
+            if (strncmp(c, s, len) == 0 && c[len] == '\0') {
                 *slot_out = i;
                 return id;
             }
@@ -60,7 +61,8 @@ static int rehash(strtab *t, size_t n_slots)
         return -1;
     size_t mask = n_slots - 1;
     for (uint32_t id = 0; id < t->n; id++) {
-        uint64_t h = hash_bytes(t->chars + t->offsets[id], t->lens[id]);
+        const char *c = t->chars + t->offsets[id];
+        uint64_t h = hash_bytes(c, strlen(c));
         size_t i = (size_t)h & mask;
         while (slots[i])
             i = (i + 1) & mask;
@@ -94,18 +96,14 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
     uint32_t id = lookup(t, s, len, h, &slot);
     if (id != STRTAB_NONE)
         return id;
-    if (t->n >= UINT32_MAX - 2)
+    if (t->n >= UINT32_MAX - 2 || t->chars_len + len + 1 > UINT32_MAX)
         return STRTAB_NONE;
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 64;
-        uint64_t *off = realloc(t->offsets, (size_t)cap * sizeof *off);
+        uint32_t *off = realloc(t->offsets, (size_t)cap * sizeof *off);
         if (!off)
             return STRTAB_NONE;
         t->offsets = off;
-        uint32_t *lens = realloc(t->lens, (size_t)cap * sizeof *lens);
-        if (!lens)
-            return STRTAB_NONE;
-        t->lens = lens;
         t->cap = cap;
     }
     if (t->chars_len + len + 1 > t->chars_cap) {
@@ -119,8 +117,7 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
         t->chars_cap = cap;
     }
     id = t->n++;
-    t->offsets[id] = t->chars_len;
-    t->lens[id] = (uint32_t)len;
+    t->offsets[id] = (uint32_t)t->chars_len;
     memcpy(t->chars + t->chars_len, s, len);
     t->chars[t->chars_len + len] = '\0';
     t->chars_len += len + 1;

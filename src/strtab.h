@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define STRTAB_NONE UINT32_MAX
 
@@ -13,8 +14,7 @@ typedef struct strtab {
     char *chars;      /* all strings, each NUL-terminated */
     size_t chars_len; /* bytes used */
     size_t chars_cap;
-    uint64_t *offsets; /* id -> offset in chars (64-bit: a plan may exceed 4 GiB of names) */
-    uint32_t *lens;    /* id -> length in bytes */
+    uint32_t *offsets; /* id -> offset in chars: all names share one block of at most 4 GiB */
     uint32_t n;        /* number of ids */
     uint32_t cap;
     uint64_t *slots; /* open addressing: (hash >> 32) << 32 | (id + 1); 0 = empty. The
@@ -24,8 +24,9 @@ typedef struct strtab {
 
 void strtab_init(strtab *t);
 void strtab_free(strtab *t);
-/* Interns `len` bytes at `s` (may contain no NUL). Returns the id, or STRTAB_NONE when out
- * of memory or when the table would exceed UINT32_MAX-1 strings. */
+/* Interns `len` bytes at `s`, which must hold no NUL byte (every name reaches the table as
+ * a C string). Returns the id, or STRTAB_NONE when out of memory or when the table would
+ * exceed UINT32_MAX-1 strings or 4 GiB of text. */
 uint32_t strtab_intern(strtab *t, const char *s, size_t len);
 /* Like strtab_intern() for a NUL-terminated string. */
 uint32_t strtab_intern_cstr(strtab *t, const char *s);
@@ -38,7 +39,7 @@ static inline const char *strtab_str(const strtab *t, uint32_t id)
 }
 static inline uint32_t strtab_len(const strtab *t, uint32_t id)
 {
-    return t->lens[id];
+    return (uint32_t)strlen(strtab_str(t, id));
 }
 
 #endif

@@ -34,6 +34,7 @@ static void ids_are_dense_and_stable(void **state)
     uint32_t e = strtab_intern(&t, "", 0);
     assert_int_equal(e, 100000);
     assert_int_equal(strtab_intern(&t, "tensor_1", 7), 100001); /* "tensor_" */
+    assert_int_equal(strtab_len(&t, 100001), 7);
     assert_string_equal(strtab_str(&t, 100001), "tensor_");
     assert_int_equal(strtab_intern_cstr(&t, "tensor_1"), 1);
     strtab_free(&t);
