@@ -1,7 +1,7 @@
 /*
  * tlsan/plan.h -- build, read and write memory plans.
  *
- * A memory plan (format: docs/plan-format.md, the contract shared with planners) lists
+ * A memory plan (format: docs/plan-format.md; the contract shared with planners) lists
  * arenas, the tensors placed in them (storage roots at an offset in an arena, or views of
  * another tensor) and the ops in execution order with the tensors each reads and writes.
  * An engine's own tests can build a plan in memory with the tlsan_plan_add_* calls below,
