@@ -12,8 +12,12 @@ void order_free(order_ctx *oc)
     free(oc->prev_sync);
     free(oc->visited);
     free(oc->stack);
+    free(oc->vc);
+    free(oc->seq);
     memset(oc, 0, sizeof *oc);
 }
+
+static int build_clocks(order_ctx *oc);
 
 int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
 {
@@ -64,6 +68,55 @@ int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
     free(last_of_stream);
     free(last_record_of_event);
     oc->gen = 1;
+    return build_clocks(oc) == 0 ? 0 : (order_free(oc), -1);
+}
+
+#define MAX_CLOCK_COUNTERS (1u << 24)
+
+static void join(uint32_t *dst, const uint32_t *src, uint32_t n)
+{
+    for (uint32_t s = 0; s < n; s++)
+        if (src[s] > dst[s])
+            dst[s] = src[s];
+}
+
+/* Vector clocks for a sequential plan where every op runs (see order.h). Leaves oc->vc NULL
+ * when they do not apply, so queries walk the graph instead. */
+static int build_clocks(order_ctx *oc)
+{
+    const tlsan_plan *p = oc->plan;
+    uint32_t ns = p->n_streams, n = (uint32_t)p->n_ops;
+    if (p->schedule != TLSAN_SCHEDULE_SEQUENTIAL || p->n_ifs > 0 || n == 0 ||
+        (uint64_t)n * ns > MAX_CLOCK_COUNTERS)
+        return 0;
+    oc->vc = calloc((size_t)n * ns, sizeof *oc->vc);
+    oc->seq = malloc((size_t)n * sizeof *oc->seq);
+    uint32_t *all = calloc(ns, sizeof *all); /* join of every op so far, for sync */
+    uint32_t *count = calloc(ns, sizeof *count);
+    if (!oc->vc || !oc->seq || !all || !count) {
+        free(all);
+        free(count);
+        return -1;
+    }
+    for (uint32_t o = 0; o < n; o++) {
+        const op_rec *r = &p->ops[o];
+        uint32_t *v = oc->vc + (size_t)o * ns;
+        uint32_t s = p->op_stream[o];
+        if (oc->prev_same_stream[o] != NO_INDEX)
+            join(v, oc->vc + (size_t)oc->prev_same_stream[o] * ns, ns);
+        if (oc->prev_sync[o] != NO_INDEX)
+            join(v, oc->vc + (size_t)oc->prev_sync[o] * ns, ns);
+        if (r->sync == TLSAN_SYNC_WAIT && oc->last_record_before[o] != NO_INDEX)
+            join(v, oc->vc + (size_t)oc->last_record_before[o] * ns, ns);
+        if (r->sync == TLSAN_SYNC_ALL)
+            join(v, all, ns);
+        for (uint32_t k = 0; k < r->n_after; k++)
+            join(v, oc->vc + (size_t)p->id_pool.v[r->after_start + k] * ns, ns);
+        oc->seq[o] = v[s] = ++count[s];
+        join(all, v, ns);
+    }
+    free(all);
+    free(count);
     return 0;
 }
 
@@ -151,6 +204,17 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
     uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
     if (oc->total || a0 == a1)
         return true;
+    if (oc->vc) {
+        const uint32_t *v = oc->vc + (size_t)late_first * p->n_streams;
+        for (uint32_t a = a0; a < a1 && ix->op[a] < late_first; a++) {
+            uint32_t y = ix->op[a];
+            if (v[p->op_stream[y]] < oc->seq[y]) {
+                *bad_op = y;
+                return false;
+            }
+        }
+        return true;
+    }
     if (++oc->gen == 0) {
         memset(oc->visited, 0, (p->n_ops ? p->n_ops : 1) * sizeof *oc->visited);
         oc->gen = 1;

@@ -8,7 +8,12 @@
  * (edges always point forward in the list, so nothing earlier can lie on a path). The
  * edges are generated lazily from the plan: per-stream program order, record->wait,
  * sync and `after` for sequential schedules; per-root write->read/write and read->write,
- * sync and `after` for dataflow. Cost per query: O(ops and edges in that step range). */
+ * sync and `after` for dataflow. Cost per query: O(ops and edges in that step range).
+ *
+ * Sequential plans without branches get vector clocks instead (Mattern, "Virtual time and
+ * global states of distributed systems", 1989; Fidge 1988): one pass over the ops, one
+ * clock of n_streams counters per op, and then each query costs O(accesses of the earlier
+ * tenant). Used while n_ops x n_streams stays under 2^24 counters. */
 #ifndef TLSAN_ORDER_H
 #define TLSAN_ORDER_H
 
@@ -23,6 +28,11 @@ typedef struct order_ctx {
     uint32_t *last_record_before; /* per wait op: latest record of its event listed before it */
     uint32_t *prev_sync;          /* per op: latest sync op listed before it */
     uint32_t *visited;            /* per op: stamp of the query that reached it */
+    /* Vector clocks (sequential schedule, no conditional op, few streams): vc[op * n_streams
+     * + s] is the number of ops of stream s that happen before or at op; seq[op] is op's own
+     * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
+    uint32_t *vc;
+    uint32_t *seq;
     uint32_t gen;
     uint32_t *stack;
 } order_ctx;
