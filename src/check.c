@@ -29,6 +29,8 @@ typedef struct view_access {
     uint32_t *op;
     uint8_t *rw;
     uint8_t *flags; /* per tensor: input/output flags of the view tree below it */
+    life *hull;     /* when the lists would be too large: per tensor, a span containing the
+                       derived lifetime on every path (judged approximate); else NULL */
 } view_access;
 
 typedef struct checker {
@@ -200,10 +202,17 @@ static int check_read_before_write(checker *c, uint32_t r)
     paths_begin(c);
     do {
         for (uint32_t a = a0; a < a1; a++) {
-            if ((ix->rw[a] & ACC_COND) && !op_runs(&c->ps, ix->op[a]))
+            /* Under the union of paths, a read counts as first unless an unconditional
+             * write precedes it: any conditional write may be skipped on some path. */
+            bool skip =
+                c->ps.all_run ? false : (ix->rw[a] & ACC_COND) && !op_runs(&c->ps, ix->op[a]);
+            if (skip)
                 continue;
-            if (!(ix->rw[a] & ACC_READ))
+            if (!(ix->rw[a] & ACC_READ)) {
+                if (c->ps.all_run && (ix->rw[a] & ACC_COND))
+                    continue;
                 break;
+            }
             const char *names[1] = {tname(p, r)};
             tlsan_finding f = new_finding(c, TLSAN_KIND_READ_BEFORE_WRITE);
             f.tensors = names;
@@ -236,6 +245,7 @@ static void view_access_free(view_access *va)
     free(va->op);
     free(va->rw);
     free(va->flags);
+    free(va->hull);
     memset(va, 0, sizeof *va);
 }
 
@@ -244,68 +254,221 @@ static bool declares_view_lifetime(const tensor_rec *t)
     return t->view_of != NO_INDEX && (t->flags & TREC_HAS_LIFETIME);
 }
 
-static int view_access_build(view_access *va, const tlsan_plan *p)
+/* Tensors ordered so that every view comes after its base (by depth in the view forest),
+ * computed without recursion: O(n_tensors). */
+static uint32_t *by_depth(const tlsan_plan *p)
 {
     size_t nt = p->n_tensors;
+    uint32_t *depth = malloc((nt ? nt : 1) * sizeof *depth);
+    uint32_t *count = calloc(nt + 2, sizeof *count);
+    uint32_t *order = malloc((nt ? nt : 1) * sizeof *order);
+    if (!depth || !count || !order) {
+        free(depth);
+        free(count);
+        free(order);
+        return NULL;
+    }
+    for (size_t t = 0; t < nt; t++)
+        depth[t] = UINT32_MAX;
+    for (uint32_t t = 0; t < nt; t++) {
+        /* climb to a tensor of known depth, then number the chain on the way back down by
+         * reusing `order` as the stack */
+        uint32_t n = 0, x = t;
+        while (depth[x] == UINT32_MAX && p->tensors[x].view_of != NO_INDEX) {
+            order[n++] = x;
+            x = p->tensors[x].view_of;
+        }
+        if (depth[x] == UINT32_MAX)
+            depth[x] = 0;
+        while (n > 0) {
+            uint32_t v = order[--n];
+            depth[v] = depth[p->tensors[v].view_of] + 1;
+        }
+    }
+    for (size_t t = 0; t < nt; t++)
+        count[depth[t] + 1]++;
+    for (size_t d = 0; d <= nt; d++)
+        count[d + 1] += count[d];
+    for (uint32_t t = 0; t < nt; t++)
+        order[count[depth[t]]++] = t;
+    free(depth);
+    free(count);
+    return order;
+}
+
+/* Lists longer than this many entries in all are not built; the hull stands in. */
+static size_t view_list_budget(const tlsan_plan *p, const access_index *ix)
+{
+    return 4 * (size_t)ix->start[p->n_tensors] + (1u << 22);
+}
+
+/* The accesses of the view trees below the views that declare a lifetime: for such a view,
+ * its own accesses and those of the views below it (a tensor's derived lifetime). The
+ * lists are filled in one pass over the ops, jumping from each accessed tensor to its
+ * nearest declaring ancestor, so the cost is the size of the lists. When those would be
+ * too large (deep chains of declaring views), a per-tensor hull takes their place: the
+ * span of every access below, widened to whole loop bodies, which contains the derived
+ * lifetime on every path. */
+static int view_access_build(view_access *va, const tlsan_plan *p, const access_index *ix)
+{
+    size_t nt = p->n_tensors;
+    uint32_t *order = by_depth(p);
+    uint32_t *near = malloc((nt ? nt : 1) * sizeof *near); /* nearest declaring ancestor */
+    uint64_t *count = calloc(nt ? nt : 1, sizeof *count);  /* merged accesses per tensor */
     uint32_t *last = calloc(nt ? nt : 1, sizeof *last);
     uint32_t *cursor = NULL;
     va->start = calloc(nt + 1, sizeof *va->start);
     va->flags = calloc(nt ? nt : 1, 1);
-    if (!last || !va->start || !va->flags)
+    if (!order || !near || !count || !last || !va->start || !va->flags)
         goto fail;
-    for (uint32_t t = 0; t < nt; t++)
-        for (uint32_t x = t; x != NO_INDEX; x = p->tensors[x].view_of)
-            if (declares_view_lifetime(&p->tensors[x]))
-                va->flags[x] |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
-    /* Two passes (count, fill); `last` merges the accesses of one op to one view. */
-    for (int pass = 0; pass < 2; pass++) {
-        memset(last, 0, (nt ? nt : 1) * sizeof *last);
+    for (size_t i = 0; i < nt; i++) { /* bases before views */
+        uint32_t t = order[i];
+        const tensor_rec *r = &p->tensors[t];
+        uint32_t up = r->view_of == NO_INDEX ? NO_INDEX : near[r->view_of];
+        near[t] = declares_view_lifetime(r) ? t : up;
+    }
+    for (size_t i = nt; i-- > 0;) { /* views before bases: flags of the tree below */
+        uint32_t t = order[i];
+        va->flags[t] |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
+        if (p->tensors[t].view_of != NO_INDEX)
+            va->flags[p->tensors[t].view_of] |= va->flags[t];
+    }
+    /* Count each declaring view's merged accesses: own, then those of the views below. */
+    for (uint32_t o = 0; o < p->n_ops; o++) {
+        const op_rec *r = &p->ops[o];
+        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
+            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
+                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
+            if (near[t] != NO_INDEX && last[t] != o + 1) {
+                last[t] = o + 1;
+                count[t]++;
+            }
+        }
+    }
+    uint64_t total = 0;
+    for (size_t i = nt; i-- > 0;) {
+        uint32_t t = order[i];
+        uint32_t b = p->tensors[t].view_of;
+        if (b != NO_INDEX)
+            count[b] += count[t]; /* an upper bound: one op may touch two views of a tree */
+        if (declares_view_lifetime(&p->tensors[t]))
+            total += count[t];
+    }
+    if (total > view_list_budget(p, ix) || total > UINT32_MAX) {
+        /* Hull per tensor, views before bases: own accesses, then children. */
+        va->hull = malloc((nt ? nt : 1) * sizeof *va->hull);
+        if (!va->hull)
+            goto fail;
+        for (size_t t = 0; t < nt; t++)
+            va->hull[t] = (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
         for (uint32_t o = 0; o < p->n_ops; o++) {
             const op_rec *r = &p->ops[o];
-            uint8_t cond = r->n_cond ? ACC_COND : 0;
             for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
                 uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
                                             : p->id_pool.v[r->writes_start + k - r->n_reads];
-                uint8_t bit = k < r->n_reads ? ACC_READ : ACC_WRITE;
-                for (uint32_t x = t; x != NO_INDEX; x = p->tensors[x].view_of) {
-                    if (!declares_view_lifetime(&p->tensors[x]))
-                        continue;
-                    if (last[x] == o + 1) {
-                        if (pass == 1)
-                            va->rw[cursor[x] - 1] |= bit;
-                        continue;
-                    }
-                    last[x] = o + 1;
-                    if (pass == 0) {
-                        va->start[x + 1]++;
-                    } else {
-                        va->op[cursor[x]] = o;
-                        va->rw[cursor[x]] = bit | cond;
-                        cursor[x]++;
-                    }
-                }
+                life *h = &va->hull[t];
+                if ((int32_t)o < h->first)
+                    h->first = (int32_t)o;
+                if ((int32_t)o > h->last)
+                    h->last = (int32_t)o;
             }
         }
-        if (pass == 0) {
-            for (size_t t = 0; t < nt; t++)
-                va->start[t + 1] += va->start[t];
-            size_t total = va->start[nt];
-            va->op = malloc((total ? total : 1) * sizeof *va->op);
-            va->rw = malloc(total ? total : 1);
-            cursor = malloc((nt ? nt : 1) * sizeof *cursor);
-            if (!va->op || !va->rw || !cursor)
-                goto fail;
-            memcpy(cursor, va->start, (nt ? nt : 1) * sizeof *cursor);
+        for (size_t i = nt; i-- > 0;) {
+            uint32_t t = order[i], b = p->tensors[t].view_of;
+            if (b == NO_INDEX || life_empty(va->hull[t]))
+                continue;
+            life *h = &va->hull[b];
+            h->first = va->hull[t].first < h->first ? va->hull[t].first : h->first;
+            h->last = va->hull[t].last > h->last ? va->hull[t].last : h->last;
+        }
+        goto done;
+    }
+    for (size_t t = 0; t < nt; t++)
+        va->start[t + 1] =
+            va->start[t] + (declares_view_lifetime(&p->tensors[t]) ? (uint32_t)count[t] : 0);
+    va->op = malloc((total ? total : 1) * sizeof *va->op);
+    va->rw = malloc(total ? total : 1);
+    cursor = malloc((nt ? nt : 1) * sizeof *cursor);
+    if (!va->op || !va->rw || !cursor)
+        goto fail;
+    memcpy(cursor, va->start, (nt ? nt : 1) * sizeof *cursor);
+    memset(last, 0, (nt ? nt : 1) * sizeof *last);
+    for (uint32_t o = 0; o < p->n_ops; o++) {
+        const op_rec *r = &p->ops[o];
+        uint8_t cond = r->n_cond ? ACC_COND : 0;
+        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
+            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
+                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
+            uint8_t bit = k < r->n_reads ? ACC_READ : ACC_WRITE;
+            for (uint32_t x = near[t]; x != NO_INDEX;) {
+                if (last[x] == o + 1) {
+                    va->rw[cursor[x] - 1] |= bit;
+                } else {
+                    last[x] = o + 1;
+                    va->op[cursor[x]] = o;
+                    va->rw[cursor[x]] = bit | cond;
+                    cursor[x]++;
+                }
+                uint32_t b = p->tensors[x].view_of;
+                x = b == NO_INDEX ? NO_INDEX : near[b];
+            }
         }
     }
+    /* Counts were upper bounds; close the gaps so each list is start[t]..cursor[t]. */
+    {
+        uint32_t w = 0;
+        for (size_t t = 0; t < nt; t++) {
+            uint32_t a0 = va->start[t],
+                     a1 = declares_view_lifetime(&p->tensors[t]) ? cursor[t] : a0;
+            va->start[t] = w;
+            memmove(va->op + w, va->op + a0, (a1 - a0) * sizeof *va->op);
+            memmove(va->rw + w, va->rw + a0, a1 - a0);
+            w += a1 - a0;
+        }
+        va->start[nt] = w;
+    }
+done:
+    free(order);
+    free(near);
+    free(count);
     free(last);
     free(cursor);
     return 0;
 fail:
+    free(order);
+    free(near);
+    free(count);
     free(last);
     free(cursor);
     view_access_free(va);
     return -1;
+}
+
+static int report_lifetime_too_short(checker *c, uint32_t t, life derived, bool approximate);
+
+/* A view's declared lifetime against its hull (when the exact lists were too large). The
+ * hull contains every path's derived lifetime, so a finding is approximate, never a miss. */
+static int check_view_lifetime_hull(checker *c, uint32_t t)
+{
+    const tlsan_plan *p = c->p;
+    life h = c->views.hull[t];
+    unsigned flags = c->views.flags[t];
+    if (flags & TLSAN_TENSOR_INPUT)
+        h.first = -1, h.last = h.last < -1 ? -1 : h.last;
+    if (flags & TLSAN_TENSOR_OUTPUT)
+        h.last = (int32_t)p->n_ops, h.first = h.first > h.last ? h.last : h.first;
+    if (life_empty(h))
+        return 0;
+    /* widen each end to the whole loop body it lies in (the loop rule's most) */
+    if (h.first >= 0 && h.first < (int32_t)p->n_ops && p->op_loop[h.first] != NO_INDEX)
+        h.first = (int32_t)p->loops[p->op_loop[h.first]].first_op;
+    if (h.last >= 0 && h.last < (int32_t)p->n_ops && p->op_loop[h.last] != NO_INDEX)
+        h.last = (int32_t)p->loops[p->op_loop[h.last]].last_op;
+    const int64_t *declared = tensor_x(p, &p->tensors[t])->lifetime;
+    if (declared[0] <= h.first && h.last <= declared[1])
+        return 0;
+    c->stats->paths_approximate = true;
+    return report_lifetime_too_short(c, t, h, true);
 }
 
 static int check_declared_lifetime(checker *c, uint32_t t)
@@ -314,8 +477,10 @@ static int check_declared_lifetime(checker *c, uint32_t t)
     const tensor_rec *tr = &p->tensors[t];
     life derived = {LIFE_NONE_FIRST, LIFE_NONE_LAST};
     bool is_view = tr->view_of != NO_INDEX;
-    if (is_view && !c->views.start && view_access_build(&c->views, p) != 0)
+    if (is_view && !c->views.start && view_access_build(&c->views, p, &c->ix) != 0)
         return -1;
+    if (is_view && c->views.hull)
+        return check_view_lifetime_hull(c, t);
     if_set_clear(&c->set);
     if (!is_view) {
         if_set_add_root(&c->set, p, &c->ix, t);
@@ -345,6 +510,13 @@ static int check_declared_lifetime(checker *c, uint32_t t)
     const int64_t *declared = tensor_x(p, tr)->lifetime;
     if (declared[0] <= derived.first && derived.last <= declared[1])
         return 0;
+    return report_lifetime_too_short(c, t, derived, approximate);
+}
+
+static int report_lifetime_too_short(checker *c, uint32_t t, life derived, bool approximate)
+{
+    const tlsan_plan *p = c->p;
+    const int64_t *declared = tensor_x(p, &p->tensors[t])->lifetime;
     const char *names[1] = {tname(p, t)};
     tlsan_finding f = new_finding(c, TLSAN_KIND_LIFETIME_TOO_SHORT);
     f.tensors = names;
@@ -442,6 +614,11 @@ static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, 
             continue;
         if (!op_runs(&c->ps, d->op))
             continue;
+        /* Under the union of paths the exception must hold on every path: with the op
+         * always running and the union lifetimes meeting at it, any path's overlap is
+         * that one step. */
+        if (c->ps.all_run && p->ops[d->op].n_cond)
+            continue;
         life lin = in->root == a ? la : lb;
         life lout = out->root == a ? la : lb;
         if (lin.last == (int32_t)d->op && lout.first == (int32_t)d->op)
@@ -537,9 +714,22 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
                 return rc;
         } else if (!order_done && !life_empty(la) && !life_empty(lb)) {
             uint32_t e = la.last < lb.first ? a : b, l = e == a ? b : a;
-            uint32_t lf = first_access(c, l);
-            uint32_t bad = NO_INDEX;
-            if (lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad))
+            uint32_t lf = NO_INDEX, bad = NO_INDEX;
+            bool ordered = true;
+            if (!c->ps.all_run) {
+                lf = first_access(c, l);
+                ordered = lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad);
+            } else {
+                /* Union of paths: any access up to the first unconditional one may be the
+                 * later tenant's first, and the order must be proven for every path. */
+                for (uint32_t k = c->ix.start[l]; k < c->ix.start[l + 1] && ordered; k++) {
+                    lf = c->ix.op[k];
+                    ordered = order_forces_all_paths(&c->oc, e, lf, &bad);
+                    if (!(c->ix.rw[k] & ACC_COND))
+                        break;
+                }
+            }
+            if (ordered)
                 continue;
             order_done = true;
             life le = e == a ? la : lb, ll = e == a ? lb : la;

@@ -297,8 +297,9 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
          * when the first access in the body reads (the value is carried round). */
         const loop_rec *L = &p->loops[loop];
         bool before = l.first < (int32_t)L->first_op;
-        bool touched = false, first_reads = false;
+        bool touched = false, first_reads = false, any_read = false;
         while (i < n && p->op_loop[ops[i]] == loop) {
+            any_read |= (rw[i] & ACC_READ) != 0;
             bool runs = !(rw[i] & ACC_COND) ||
                         ((!skip_irrelevant || (rw[i] & ACC_RELEVANT)) && op_runs(ps, ops[i]));
             if (runs) {
@@ -311,7 +312,8 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
             }
             i++;
         }
-        if (touched && (before || first_reads)) {
+        /* Under the union of paths any read may come first on some path. */
+        if (touched && (before || first_reads || (ps->all_run && any_read))) {
             l.first = min32(l.first, (int32_t)L->first_op);
             l.last = max32(l.last, (int32_t)L->last_op);
         }

@@ -58,7 +58,8 @@ void access_index_free(access_index *ix);
 typedef struct path_state {
     const tlsan_plan *plan;
     uint32_t *arm; /* per if: the current arm; only the enumerated ifs are meaningful */
-    bool all_run;  /* approximation: every op runs (the union of all paths) */
+    bool all_run;  /* approximation: every op runs and every loop a root touches is carried,
+                      so each lifetime contains the lifetime of every path */
 } path_state;
 
 /* True when op `op` runs on the path: each of its conditions names the current arm. */

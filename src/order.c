@@ -122,24 +122,42 @@ static int build_clocks(order_ctx *oc)
 
 typedef struct walk {
     order_ctx *oc;
-    const path_state *ps;
+    const path_state *ps; /* the path judged; NULL when judging every path at once */
     uint32_t lo;
     size_t top;
 } walk;
 
-static void reach(walk *w, uint32_t y)
+/* Whether op y may serve as a link of a happens-before path: on one path, when it runs;
+ * for every path at once (ps NULL), only when it has no branch condition. */
+static bool expands(const walk *w, uint32_t y)
 {
-    if (y == NO_INDEX || y < w->lo || w->oc->visited[y] == w->oc->gen || !op_runs(w->ps, y))
-        return;
-    w->oc->visited[y] = w->oc->gen;
-    w->oc->stack[w->top++] = y;
+    return w->ps ? op_runs(w->ps, y) : w->oc->plan->ops[y].n_cond == 0;
 }
 
-/* Follows a "previous" chain to its first op that runs on the path. */
-static uint32_t first_running(const walk *w, const uint32_t *prev, uint32_t y)
+/* Records that y happens before an op already reached. On one path y must run; for every
+ * path at once, a conditional y is only marked (the edge holds whenever y runs, which is
+ * all an access of the earlier tenant needs) and not walked through. */
+static void reach(walk *w, uint32_t y)
 {
-    while (y != NO_INDEX && y >= w->lo && !op_runs(w->ps, y))
+    if (y == NO_INDEX || y < w->lo || w->oc->visited[y] == w->oc->gen)
+        return;
+    bool through = expands(w, y);
+    if (!through && w->ps)
+        return;
+    w->oc->visited[y] = w->oc->gen;
+    if (through)
+        w->oc->stack[w->top++] = y;
+}
+
+/* Follows a "previous" chain (program order, syncs) to its first op that links on the
+ * path, marking the conditional ones passed on the way when judging every path. */
+static uint32_t first_running(walk *w, const uint32_t *prev, uint32_t y)
+{
+    while (y != NO_INDEX && y >= w->lo && !expands(w, y)) {
+        if (!w->ps)
+            reach(w, y);
         y = prev[y];
+    }
     return y;
 }
 
@@ -175,8 +193,13 @@ static void dataflow_preds(walk *w, uint32_t x)
             uint32_t y = ix->op[a];
             if (y < w->lo)
                 break;
-            if ((ix->rw[a] & ACC_COND) && !op_runs(w->ps, y))
+            if ((ix->rw[a] & ACC_COND) && !expands(w, y)) {
+                /* every path at once: a conditional access links when it runs, but it
+                 * may not run, so keep looking for an unconditional write */
+                if (!w->ps && (writes || (ix->rw[a] & ACC_WRITE)))
+                    reach(w, y);
                 continue;
+            }
             if (ix->rw[a] & ACC_WRITE) {
                 reach(w, y);
                 break;
@@ -192,9 +215,19 @@ static void sequential_preds(walk *w, uint32_t x)
     const order_ctx *oc = w->oc;
     const op_rec *o = &oc->plan->ops[x];
     reach(w, first_running(w, oc->prev_same_stream, oc->prev_same_stream[x]));
-    if (o->sync == TLSAN_SYNC_WAIT)
+    if (o->sync != TLSAN_SYNC_WAIT)
+        return;
+    if (w->ps) {
         reach(w, first_running(w, oc->prev_record, oc->last_record_before[x]));
+    } else {
+        /* Every path at once: only the latest record is sure to be the one paired with
+         * this wait whenever it runs; an earlier one may be displaced by it. */
+        reach(w, oc->last_record_before[x]);
+    }
 }
+
+static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                      uint32_t *bad_op);
 
 bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                   uint32_t *bad_op)
@@ -215,6 +248,16 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
         }
         return true;
     }
+    return walk_back(oc, ps, early, late_first, bad_op);
+}
+
+/* The on-demand walk behind order_forces() and order_forces_all_paths(). */
+static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                      uint32_t *bad_op)
+{
+    const tlsan_plan *p = oc->plan;
+    const access_index *ix = oc->ix;
+    uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
     if (++oc->gen == 0) {
         memset(oc->visited, 0, (p->n_ops ? p->n_ops : 1) * sizeof *oc->visited);
         oc->gen = 1;
@@ -245,7 +288,7 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
         uint32_t y = ix->op[a];
         if (y >= late_first)
             break;
-        if ((ix->rw[a] & ACC_COND) && !op_runs(ps, y))
+        if (ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
             continue;
         if (oc->visited[y] != oc->gen) {
             *bad_op = y;
@@ -253,4 +296,11 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
         }
     }
     return true;
+}
+
+bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op)
+{
+    if (oc->total || oc->ix->start[early] == oc->ix->start[early + 1])
+        return true;
+    return walk_back(oc, NULL, early, late_first, bad_op);
 }

@@ -48,4 +48,10 @@ void order_free(order_ctx *oc);
 bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                   uint32_t *bad_op);
 
+/* Like order_forces() for every path at once, without enumerating them: only edges that
+ * exist on every path where their ends run are followed, and only through ops without
+ * branch conditions, so `true` is a proof for all paths (`false` may be a false alarm,
+ * reported as approximate). Used when a pair has too many paths to enumerate. */
+bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op);
+
 #endif
