@@ -14,6 +14,8 @@ void order_free(order_ctx *oc)
     free(oc->stack);
     free(oc->vc);
     free(oc->seq);
+    free(oc->chain);
+    free(oc->prev_write);
     memset(oc, 0, sizeof *oc);
 }
 
@@ -80,44 +82,148 @@ static void join(uint32_t *dst, const uint32_t *src, uint32_t n)
             dst[s] = src[s];
 }
 
-/* Vector clocks for a sequential plan where every op runs (see order.h). Leaves oc->vc NULL
- * when they do not apply, so queries walk the graph instead. */
+/* Position of op x in a root's access list (x is known to access the root). */
+static uint32_t find_access(const access_index *ix, uint32_t root, uint32_t x)
+{
+    uint32_t lo = ix->start[root], hi = ix->start[root + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ix->op[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Dataflow: for each access, the index of the latest write of the same root at or before
+ * it, so that a reader finds the write it waits for without scanning the reads between. */
+static int build_prev_write(order_ctx *oc)
+{
+    const tlsan_plan *p = oc->plan;
+    const access_index *ix = oc->ix;
+    size_t total = ix->start[p->n_tensors];
+    oc->prev_write = malloc((total ? total : 1) * sizeof *oc->prev_write);
+    if (!oc->prev_write)
+        return -1;
+    for (size_t t = 0; t < p->n_tensors; t++) {
+        uint32_t w = NO_INDEX;
+        for (uint32_t a = ix->start[t]; a < ix->start[t + 1]; a++) {
+            if (ix->rw[a] & ACC_WRITE)
+                w = a;
+            oc->prev_write[a] = w;
+        }
+    }
+    return 0;
+}
+
+typedef void (*pred_fn)(order_ctx *oc, uint32_t x, uint32_t pred, void *ctx);
+
+/* Calls fn for each direct happens-before predecessor of op x in a plan where every op
+ * runs. Transitive ones may be left out. */
+static void direct_preds(order_ctx *oc, uint32_t x, pred_fn fn, void *ctx)
+{
+    const tlsan_plan *p = oc->plan;
+    const access_index *ix = oc->ix;
+    const op_rec *o = &p->ops[x];
+    if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL) {
+        if (oc->prev_same_stream[x] != NO_INDEX)
+            fn(oc, x, oc->prev_same_stream[x], ctx);
+        if (o->sync == TLSAN_SYNC_WAIT && oc->last_record_before[x] != NO_INDEX)
+            fn(oc, x, oc->last_record_before[x], ctx);
+    } else {
+        for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
+            uint32_t t = k < o->n_reads ? p->id_pool.v[o->reads_start + k]
+                                        : p->id_pool.v[o->writes_start + k - o->n_reads];
+            uint32_t root = p->tensors[t].root, a0 = ix->start[root];
+            uint32_t pos = find_access(ix, root, x);
+            uint32_t w = pos > a0 ? oc->prev_write[pos - 1] : NO_INDEX;
+            if (w != NO_INDEX)
+                fn(oc, x, ix->op[w], ctx);
+            if (ix->rw[pos] & ACC_WRITE) /* a write also waits for the reads since */
+                for (uint32_t a = (w == NO_INDEX ? a0 : w + 1); a < pos; a++)
+                    fn(oc, x, ix->op[a], ctx);
+        }
+    }
+    for (uint32_t k = 0; k < o->n_after; k++)
+        fn(oc, x, p->id_pool.v[o->after_start + k], ctx);
+    uint32_t s = oc->prev_sync[x];
+    if (s != NO_INDEX)
+        fn(oc, x, s, ctx);
+    if (o->sync == TLSAN_SYNC_ALL)
+        for (uint32_t y = s == NO_INDEX ? 0 : s + 1; y < x; y++)
+            fn(oc, x, y, ctx);
+}
+
+/* Greedy chains: x extends the chain of a predecessor that is that chain's last op. */
+static void extend_chain(order_ctx *oc, uint32_t x, uint32_t pred, void *ctx)
+{
+    uint32_t *tail = ctx;
+    uint32_t c = oc->chain[pred];
+    if (oc->chain[x] == NO_INDEX && tail[c] == pred) {
+        oc->chain[x] = c;
+        tail[c] = x;
+    }
+}
+
+static void join_pred(order_ctx *oc, uint32_t x, uint32_t pred, void *ctx)
+{
+    (void)ctx;
+    join(oc->vc + (size_t)x * oc->width, oc->vc + (size_t)pred * oc->width, oc->width);
+}
+
+/* Vector clocks for a plan where every op runs (see order.h). Leaves oc->vc NULL when they
+ * do not apply, so queries walk the graph instead. */
 static int build_clocks(order_ctx *oc)
 {
     const tlsan_plan *p = oc->plan;
-    uint32_t ns = p->n_streams, n = (uint32_t)p->n_ops;
-    if (p->schedule != TLSAN_SCHEDULE_SEQUENTIAL || p->n_ifs > 0 || n == 0 ||
-        (uint64_t)n * ns > MAX_CLOCK_COUNTERS)
-        return 0;
-    oc->vc = calloc((size_t)n * ns, sizeof *oc->vc);
-    oc->seq = malloc((size_t)n * sizeof *oc->seq);
-    uint32_t *all = calloc(ns, sizeof *all); /* join of every op so far, for sync */
-    uint32_t *count = calloc(ns, sizeof *count);
-    if (!oc->vc || !oc->seq || !all || !count) {
-        free(all);
-        free(count);
+    uint32_t n = (uint32_t)p->n_ops;
+    if (p->schedule == TLSAN_SCHEDULE_DATAFLOW && build_prev_write(oc) != 0)
         return -1;
+    if (p->n_ifs > 0 || n == 0)
+        return 0;
+    oc->chain = malloc((size_t)n * sizeof *oc->chain);
+    oc->seq = malloc((size_t)n * sizeof *oc->seq);
+    uint32_t *len = NULL;
+    if (!oc->chain || !oc->seq)
+        goto nomem;
+    if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL) {
+        memcpy(oc->chain, p->op_stream, (size_t)n * sizeof *oc->chain);
+        oc->width = p->n_streams;
+    } else {
+        uint32_t *tail = malloc((size_t)n * sizeof *tail); /* per chain: its last op */
+        if (!tail)
+            goto nomem;
+        oc->width = 0;
+        for (uint32_t x = 0; x < n; x++) {
+            oc->chain[x] = NO_INDEX;
+            direct_preds(oc, x, extend_chain, tail);
+            if (oc->chain[x] == NO_INDEX) {
+                oc->chain[x] = oc->width;
+                tail[oc->width++] = x;
+            }
+        }
+        free(tail);
     }
-    for (uint32_t o = 0; o < n; o++) {
-        const op_rec *r = &p->ops[o];
-        uint32_t *v = oc->vc + (size_t)o * ns;
-        uint32_t s = p->op_stream[o];
-        if (oc->prev_same_stream[o] != NO_INDEX)
-            join(v, oc->vc + (size_t)oc->prev_same_stream[o] * ns, ns);
-        if (oc->prev_sync[o] != NO_INDEX)
-            join(v, oc->vc + (size_t)oc->prev_sync[o] * ns, ns);
-        if (r->sync == TLSAN_SYNC_WAIT && oc->last_record_before[o] != NO_INDEX)
-            join(v, oc->vc + (size_t)oc->last_record_before[o] * ns, ns);
-        if (r->sync == TLSAN_SYNC_ALL)
-            join(v, all, ns);
-        for (uint32_t k = 0; k < r->n_after; k++)
-            join(v, oc->vc + (size_t)p->id_pool.v[r->after_start + k] * ns, ns);
-        oc->seq[o] = v[s] = ++count[s];
-        join(all, v, ns);
+    if ((uint64_t)n * oc->width > MAX_CLOCK_COUNTERS) {
+        free(oc->chain);
+        free(oc->seq);
+        oc->chain = oc->seq = NULL;
+        return 0;
     }
-    free(all);
-    free(count);
+    oc->vc = calloc((size_t)n * oc->width, sizeof *oc->vc);
+    len = calloc(oc->width, sizeof *len);
+    if (!oc->vc || !len)
+        goto nomem;
+    for (uint32_t x = 0; x < n; x++) {
+        direct_preds(oc, x, join_pred, NULL);
+        oc->seq[x] = oc->vc[(size_t)x * oc->width + oc->chain[x]] = ++len[oc->chain[x]];
+    }
+    free(len);
     return 0;
+nomem:
+    free(len);
+    return -1;
 }
 
 typedef struct walk {
@@ -161,20 +267,6 @@ static uint32_t first_running(walk *w, const uint32_t *prev, uint32_t y)
     return y;
 }
 
-/* Position of op x in a root's access list (x is known to access the root). */
-static uint32_t find_access(const access_index *ix, uint32_t root, uint32_t x)
-{
-    uint32_t lo = ix->start[root], hi = ix->start[root + 1];
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (ix->op[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void dataflow_preds(walk *w, uint32_t x)
 {
     const tlsan_plan *p = w->oc->plan;
@@ -186,10 +278,25 @@ static void dataflow_preds(walk *w, uint32_t x)
         uint32_t root = p->tensors[t].root;
         uint32_t pos = find_access(ix, root, x);
         bool writes = (ix->rw[pos] & ACC_WRITE) != 0;
+        uint32_t a0 = ix->start[root];
         /* write -> later read/write, read -> later write: a write waits for the latest write
          * and the reads since; a read waits for the latest write. Earlier ones follow by
-         * transitivity. */
-        for (uint32_t a = pos; a-- > ix->start[root];) {
+         * transitivity. A read jumps from write to write instead of passing every read. */
+        if (!writes) {
+            uint32_t a = pos > a0 ? w->oc->prev_write[pos - 1] : NO_INDEX;
+            while (a != NO_INDEX && ix->op[a] >= w->lo) {
+                uint32_t y = ix->op[a];
+                if (!(ix->rw[a] & ACC_COND) || expands(w, y)) {
+                    reach(w, y);
+                    break;
+                }
+                if (!w->ps)
+                    reach(w, y); /* links whenever it runs; look further for a sure one */
+                a = a > a0 ? w->oc->prev_write[a - 1] : NO_INDEX;
+            }
+            continue;
+        }
+        for (uint32_t a = pos; a-- > a0;) {
             uint32_t y = ix->op[a];
             if (y < w->lo)
                 break;
@@ -232,16 +339,15 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
 bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                   uint32_t *bad_op)
 {
-    const tlsan_plan *p = oc->plan;
     const access_index *ix = oc->ix;
     uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
     if (oc->total || a0 == a1)
         return true;
     if (oc->vc) {
-        const uint32_t *v = oc->vc + (size_t)late_first * p->n_streams;
+        const uint32_t *v = oc->vc + (size_t)late_first * oc->width;
         for (uint32_t a = a0; a < a1 && ix->op[a] < late_first; a++) {
             uint32_t y = ix->op[a];
-            if (v[p->op_stream[y]] < oc->seq[y]) {
+            if (v[oc->chain[y]] < oc->seq[y]) {
                 *bad_op = y;
                 return false;
             }

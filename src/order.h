@@ -10,10 +10,13 @@
  * sync and `after` for sequential schedules; per-root write->read/write and read->write,
  * sync and `after` for dataflow. Cost per query: O(ops and edges in that step range).
  *
- * Sequential plans without branches get vector clocks instead (Mattern, "Virtual time and
- * global states of distributed systems", 1989; Fidge 1988): one pass over the ops, one
- * clock of n_streams counters per op, and then each query costs O(accesses of the earlier
- * tenant). Used while n_ops x n_streams stays under 2^24 counters. */
+ * Plans without branches get vector clocks instead (Mattern, "Virtual time and global
+ * states of distributed systems", 1989; Fidge 1988) over a decomposition of the ops into
+ * chains, each totally ordered by happens-before: the streams of a sequential plan, or for
+ * dataflow chains built greedily (an op extends the chain of a direct predecessor that ends
+ * that chain). One pass computes a clock of one counter per chain for every op; each query
+ * then costs O(accesses of the earlier tenant). Used while n_ops x chains stays under 2^24
+ * counters. */
 #ifndef TLSAN_ORDER_H
 #define TLSAN_ORDER_H
 
@@ -33,6 +36,9 @@ typedef struct order_ctx {
      * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
     uint32_t *vc;
     uint32_t *seq;
+    uint32_t *chain;      /* per op: its chain (its stream, or a dataflow chain) */
+    uint32_t width;       /* counters per clock */
+    uint32_t *prev_write; /* dataflow: per access, the latest write of its root at or before it */
     uint32_t gen;
     uint32_t *stack;
 } order_ctx;
