@@ -330,7 +330,7 @@ int ckey_end_map(ckey *k)
 {
     ckey_frame f = k->frames[--k->n_frames];
     size_t n = k->n_members - f.mem_start;
-    ckey_member *m = k->members + f.mem_start;
+    ckey_member *m = n ? k->members + f.mem_start : NULL; /* no arithmetic on a NULL block */
     /* Members are in text order: each ends where the next begins. Sorting them by their
      * serialized key gives the canonical order (any fixed total order would do). */
     for (size_t i = 0; i < n; i++) {

@@ -12,6 +12,7 @@
  * cache side by side. An error in the content of the side that turns out not to apply is
  * forgotten (such keys are merely unknown there); it is reported once that side is
  * confirmed. */
+#include "utf8.h"
 #include "reader.h"
 #include "cache.h"
 #include "plan.h"
@@ -504,8 +505,8 @@ static int add_key(reader *r, frame *f, const char *s, size_t len)
 
 static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t len)
 {
-    if (len == 0 || memchr(s, '\0', len))
-        return F_UNKNOWN; /* no field name holds a NUL; strncmp below relies on that */
+    if (len == 0)
+        return F_UNKNOWN;
     uint64_t allowed = fields_of[kind];
     if (kind == CTX_DOC) {
         /* Once the document says what it is, the other side's keys are unknown keys. */
@@ -516,7 +517,7 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
     }
     for (int f = 1; f < F_COUNT_; f++)
         if ((allowed & FB(f)) && field_names[f][0] == s[0] &&
-            strncmp(field_names[f], s, len) == 0 && field_names[f][len] == '\0')
+            strnlen(field_names[f], len + 1) == len && memcmp(field_names[f], s, len) == 0)
             return (field)f;
     return F_UNKNOWN;
 }
@@ -1291,6 +1292,11 @@ static int cb_number(void *ctx, const char *s, size_t len)
 
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
+    /* \u0000 gets its own message from the value's use (names are C strings) */
+    if (!utf8_valid_text((const char *)s, len) && !memchr(s, '\0', len))
+        return FAIL_VALUE((reader *)ctx, "a string that is not valid UTF-8 (an overlong "
+                                         "form, a surrogate or a code point past U+10FFFF)"),
+               0;
     return on_value(ctx, V_STR, (const char *)s, len, false);
 }
 
@@ -1309,6 +1315,13 @@ static int cb_map_key(void *ctx, const unsigned char *us, size_t len)
     reader *r = ctx;
     const char *s = (const char *)us;
     frame *f = top(r);
+    if (!utf8_valid_text(s, len) && !memchr(s, '\0', len)) {
+        /* the key itself cannot name the place: point at its object */
+        fail_at(r, r->n_frames - 1, "(a key)", false,
+                "a key that is not valid UTF-8 (an overlong form, a surrogate or a code point "
+                "past U+10FFFF)");
+        return 0;
+    }
     int rc = add_key(r, f, s, len);
     if (rc < 0)
         return nomem(r), 0;

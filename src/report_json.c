@@ -1,5 +1,6 @@
 /* report_json: one JSON object per input on one line (plan-format.md, "Findings"), and the
  * yajl_gen helpers the SARIF writer shares. */
+#include "utf8.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -52,7 +53,9 @@ void report_gen_str(report_gen *j, const char *s)
     if (!s)
         s = "";
     size_t len = strlen(s);
-    yajl_gen_status st = yajl_gen_string(j->g, (const unsigned char *)s, len);
+    yajl_gen_status st = yajl_gen_invalid_string;
+    if (utf8_valid_text(s, len))
+        st = yajl_gen_string(j->g, (const unsigned char *)s, len);
     if (st != yajl_gen_invalid_string) {
         check(j, st);
         return;

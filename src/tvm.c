@@ -4,6 +4,7 @@
  * parsed into a yajl document tree; the streaming reader is kept for plans, which can hold
  * millions of tensors. A first pass with yajl's event parser finds the line and column of a
  * syntax error, which yajl_tree does not report. */
+#include "utf8.h"
 #include "tvm.h"
 #include "plan.h"
 
@@ -736,7 +737,16 @@ out:
 typedef struct depth_counter {
     unsigned depth;
     bool too_deep;
+    bool bad_text; /* a string or key that is not UTF-8 text (or holds a NUL) */
 } depth_counter;
+
+static int check_text(void *ctx, const unsigned char *s, size_t len)
+{
+    if (utf8_valid_text((const char *)s, len))
+        return 1;
+    ((depth_counter *)ctx)->bad_text = true;
+    return 0;
+}
 
 static int open_level(void *ctx)
 {
@@ -762,8 +772,10 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
         .yajl_end_map = close_level,
         .yajl_start_array = open_level,
         .yajl_end_array = close_level,
+        .yajl_string = check_text,
+        .yajl_map_key = check_text,
     };
-    depth_counter depth = {0, false};
+    depth_counter depth = {0, false, false};
     yajl_handle h = yajl_alloc(&depth_callbacks, NULL, &depth);
     if (!h)
         return nomem(err);
@@ -789,7 +801,12 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
             }
         }
         st = status_only(err, TLSAN_ERR_INVALID, "");
-        if (err && depth.too_deep) {
+        if (err && depth.bad_text) {
+            snprintf(err->what, sizeof err->what,
+                     "a string that is not valid UTF-8 or holds a NUL character");
+            err->line = line;
+            err->column = column;
+        } else if (err && depth.too_deep) {
             snprintf(err->what, sizeof err->what,
                      "JSON nested deeper than %d levels (a TVM graph needs 6)", MAX_DEPTH);
             err->line = line;
