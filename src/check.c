@@ -46,6 +46,9 @@ typedef struct checker {
     size_t n_decls;
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
+    bool conflicts_only;  /* pairs judge conflicts; order is judged per byte segment */
+    uint8_t *link_ok;     /* per segment position: tenant i is ordered before tenant i+1 */
+    size_t cap_link_ok;
     plan_stats *stats;
 } checker;
 
@@ -645,11 +648,43 @@ static void pair_geometry(const checker *c, tlsan_finding *f, uint32_t x, uint32
     f->bytes[1] = ex < ey ? ex : ey;
 }
 
+/* Reports that root e's access `bad` is not ordered before op lf, the first access of l,
+ * which reuses e's bytes. */
+static int report_unordered(checker *c, uint32_t e, uint32_t l, life le, life ll, uint32_t lf,
+                            uint32_t bad)
+{
+    const tlsan_plan *p = c->p;
+    const char *names[2] = {tname(p, e), tname(p, l)};
+    tlsan_finding f = new_finding(c, TLSAN_KIND_UNORDERED_REUSE);
+    f.tensors = names;
+    f.n_tensors = 2;
+    f.tensor_index[0] = e;
+    f.tensor_index[1] = l;
+    f.has_steps = true;
+    f.steps[0] = bad;
+    f.steps[1] = lf;
+    f.has_lifetimes = true;
+    f.lifetimes[0][0] = le.first;
+    f.lifetimes[0][1] = le.last;
+    f.lifetimes[1][0] = ll.first;
+    f.lifetimes[1][1] = ll.last;
+    f.op_index = lf;
+    f.op_index2 = bad;
+    pair_geometry(c, &f, e, l);
+    set_path(c, &f);
+    return report_add(c->r, &f,
+                      "'%s' reuses the bytes of '%s' from op '%s' (step %u), but op '%s' (step %u) "
+                      "that accesses '%s' is not ordered before it%s",
+                      names[1], names[0], oname(p, lf), lf, oname(p, bad), bad, names[0],
+                      p->schedule == TLSAN_SCHEDULE_DATAFLOW ? " by the dataflow dependencies"
+                                                             : " (missing event or sync?)");
+}
+
 static int check_pair(void *ctx, uint32_t a, uint32_t b)
 {
     checker *c = ctx;
     const tlsan_plan *p = c->p;
-    bool need_order = !c->oc.total;
+    bool need_order = !c->oc.total && !c->conflicts_only;
     uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
     size_t d0 = 0, nd = find_decls(c, lo, hi, &d0);
 
@@ -732,32 +767,7 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
             if (ordered)
                 continue;
             order_done = true;
-            life le = e == a ? la : lb, ll = e == a ? lb : la;
-            const char *names[2] = {tname(p, e), tname(p, l)};
-            tlsan_finding f = new_finding(c, TLSAN_KIND_UNORDERED_REUSE);
-            f.tensors = names;
-            f.n_tensors = 2;
-            f.tensor_index[0] = e;
-            f.tensor_index[1] = l;
-            f.has_steps = true;
-            f.steps[0] = bad;
-            f.steps[1] = lf;
-            f.has_lifetimes = true;
-            f.lifetimes[0][0] = le.first;
-            f.lifetimes[0][1] = le.last;
-            f.lifetimes[1][0] = ll.first;
-            f.lifetimes[1][1] = ll.last;
-            f.op_index = lf;
-            f.op_index2 = bad;
-            pair_geometry(c, &f, e, l);
-            set_path(c, &f);
-            int rc = report_add(
-                c->r, &f,
-                "'%s' reuses the bytes of '%s' from op '%s' (step %u), but op '%s' (step %u) "
-                "that accesses '%s' is not ordered before it%s",
-                names[1], names[0], oname(p, lf), lf, oname(p, bad), bad, names[0],
-                p->schedule == TLSAN_SCHEDULE_DATAFLOW ? " by the dataflow dependencies"
-                                                       : " (missing event or sync?)");
+            int rc = report_unordered(c, e, l, e == a ? la : lb, e == a ? lb : la, lf, bad);
             if (rc)
                 return rc;
         }
@@ -766,6 +776,60 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
             break;
         }
     } while (paths_next(c));
+    return 0;
+}
+
+/* ---- reuse order along tenant chains (one path) ---- */
+
+/* The tenants of one byte segment, sorted by first step, on the only path. Ordering is
+ * transitive (if every access of A happens before B's first access, and every access of B
+ * before C's first, then every access of A before C's first, since B's first is one of B's
+ * accesses), so only neighbours need a query: a pair is proven when every link between
+ * them holds. Pairs that span a failing link are asked directly, and reported in the
+ * segment where their shared bytes begin, so each is reported once. In a plan whose reuses
+ * are ordered this is one query per tenant and segment. */
+static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_t m)
+{
+    checker *c = ctx;
+    const tlsan_plan *p = c->p;
+    const life *h = c->ix.hull; /* exact: there is one path */
+    if (m - 1 > c->cap_link_ok) {
+        uint8_t *nl = realloc(c->link_ok, m);
+        if (!nl)
+            return -1;
+        c->link_ok = nl;
+        c->cap_link_ok = m - 1;
+    }
+    for (size_t i = 0; i + 1 < m; i++) {
+        uint32_t e = r[i], l = r[i + 1], bad = NO_INDEX;
+        uint32_t lf = first_access(c, l);
+        c->link_ok[i] =
+            h[e].last < h[l].first && (lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad));
+    }
+    size_t last_failing = SIZE_MAX;
+    for (size_t k = 1; k < m; k++) {
+        if (!c->link_ok[k - 1])
+            last_failing = k - 1;
+        if (last_failing == SIZE_MAX)
+            continue; /* every link from any j < k to k holds */
+        uint32_t l = r[k];
+        uint32_t lf = first_access(c, l);
+        if (lf == NO_INDEX)
+            continue;
+        for (size_t j = 0; j <= last_failing; j++) {
+            uint32_t e = r[j], bad = NO_INDEX;
+            if (!(h[e].last < h[l].first))
+                continue; /* live at once: a conflict, judged by the sweep over steps */
+            uint64_t se = p->tensors[e].offset_bytes, sl = p->tensors[l].offset_bytes;
+            if ((se > sl ? se : sl) != seg_start)
+                continue; /* not where their shared bytes begin */
+            if (order_forces(&c->oc, &c->ps, e, lf, &bad))
+                continue;
+            int rc = report_unordered(c, e, l, h[e], h[l], lf, bad);
+            if (rc)
+                return rc;
+        }
+    }
     return 0;
 }
 
@@ -899,6 +963,7 @@ static void checker_free(checker *c)
     free(c->ps.arm);
     free(c->decls);
     free(c->path_buf);
+    free(c->link_ok);
     view_access_free(&c->views);
 }
 
@@ -935,8 +1000,18 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
         if ((p->tensors[t].flags & TREC_HAS_LIFETIME) && check_declared_lifetime(&c, t) != 0)
             goto out;
     }
-    int prc = c.oc.total ? overlap_live_pairs(p, &c.ix, check_pair, &c)
-                         : overlap_byte_pairs(p, &c.ix, check_pair, &c);
+    /* Conflicts from the sweep over steps. Reuse order: nothing to ask when the order is
+     * total; per byte segment along tenant chains when there is one path; else for every
+     * pair that shares bytes, path by path. */
+    int prc;
+    if (c.oc.total || p->n_ifs == 0) {
+        c.conflicts_only = true;
+        prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
+        if (prc == 0 && !c.oc.total)
+            prc = overlap_segments(p, &c.ix, check_segment, &c);
+    } else {
+        prc = overlap_byte_pairs(p, &c.ix, check_pair, &c);
+    }
     if (prc != 0)
         goto out;
     if (compute_stats(&c) != 0)

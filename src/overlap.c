@@ -269,3 +269,98 @@ out:
     free(open);
     return rc;
 }
+
+typedef struct seg_bound {
+    uint32_t arena;
+    uint64_t at;
+} seg_bound;
+
+static int cmp_bound(const void *x, const void *y)
+{
+    const seg_bound *a = x, *b = y;
+    if (a->arena != b->arena)
+        return a->arena < b->arena ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Index of the first bound of `arena` at or after `at` in the sorted, unique bounds. */
+static size_t bound_index(const seg_bound *b, size_t n, uint32_t arena, uint64_t at)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b[mid].arena < arena || (b[mid].arena == arena && b[mid].at < at))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segment_fn fn, void *ctx)
+{
+    int rc = -1;
+    size_t n = 0, nb = 0;
+    uint32_t *roots = participants(p, ix, &n);
+    uint32_t *by_first = NULL, *start = NULL, *list = NULL, *cursor = NULL;
+    seg_bound *b = NULL;
+    if (!roots)
+        goto out;
+    by_first = sort_by_step(p, roots, n, ix->hull, false);
+    b = malloc((n ? 2 * n : 1) * sizeof *b);
+    if (!by_first || !b)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const tensor_rec *t = &p->tensors[roots[i]];
+        b[nb++] = (seg_bound){t->arena, t->offset_bytes};
+        b[nb++] = (seg_bound){t->arena, root_end(t)};
+    }
+    qsort(b, nb, sizeof *b, cmp_bound);
+    size_t u = 0;
+    for (size_t i = 0; i < nb; i++)
+        if (u == 0 || cmp_bound(&b[u - 1], &b[i]) != 0)
+            b[u++] = b[i];
+    nb = u;
+    /* Segment k is [b[k].at, b[k+1].at) of one arena. Lay out each segment's roots
+     * (count, then fill in first-step order so every list comes out sorted). */
+    start = calloc(nb + 1, sizeof *start);
+    if (!start)
+        goto out;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tensor_rec *t = &p->tensors[by_first[i]];
+        size_t s0 = bound_index(b, nb, t->arena, t->offset_bytes);
+        size_t s1 = bound_index(b, nb, t->arena, root_end(t));
+        for (size_t k = s0; k < s1; k++)
+            start[k + 1]++;
+        total += s1 - s0;
+    }
+    if (total > UINT32_MAX)
+        goto out;
+    for (size_t k = 0; k < nb; k++)
+        start[k + 1] += start[k];
+    list = malloc((total ? total : 1) * sizeof *list);
+    cursor = malloc((nb ? nb : 1) * sizeof *cursor);
+    if (!list || !cursor)
+        goto out;
+    memcpy(cursor, start, (nb ? nb : 1) * sizeof *cursor);
+    for (size_t i = 0; i < n; i++) {
+        const tensor_rec *t = &p->tensors[by_first[i]];
+        size_t s0 = bound_index(b, nb, t->arena, t->offset_bytes);
+        size_t s1 = bound_index(b, nb, t->arena, root_end(t));
+        for (size_t k = s0; k < s1; k++)
+            list[cursor[k]++] = by_first[i];
+    }
+    rc = 0;
+    for (size_t k = 0; k < nb && rc == 0; k++)
+        if (start[k + 1] - start[k] >= 2)
+            rc = fn(ctx, b[k].at, list + start[k], start[k + 1] - start[k]);
+out:
+    free(roots);
+    free(by_first);
+    free(b);
+    free(start);
+    free(list);
+    free(cursor);
+    return rc;
+}

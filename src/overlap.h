@@ -27,6 +27,16 @@ typedef int (*overlap_pair_fn)(void *ctx, uint32_t a, uint32_t b);
 int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
 int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
 
+/* Called once per elementary byte segment [start, end) of an arena (a maximal range over
+ * which the set of covering roots does not change) that two or more roots cover, with those
+ * roots sorted by the first step of their hull (then by index). Return 0 to go on. */
+typedef int (*overlap_segment_fn)(void *ctx, uint64_t start, const uint32_t *roots, size_t n);
+
+/* Every segment shared by two or more roots. Each root is listed in every segment it
+ * covers: the work is O(N log N + S) where S, the sum of those lists, is N plus at most
+ * four times the pairs that share bytes, and about N for planner-made layouts. */
+int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segment_fn fn, void *ctx);
+
 /* Bytes [start, end) of a root in its arena, end saturated at UINT64_MAX. */
 static inline uint64_t root_end(const tensor_rec *t)
 {
