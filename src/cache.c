@@ -753,6 +753,22 @@ static int compare_pair(const tlsan_cache *c, size_t i, size_t j, const plan_acc
     return rc;
 }
 
+/* True when plans i and j have the same tensors, laid out and used the same way: the
+ * relation "no tensor differs", which is an equivalence. */
+static bool plans_same(const tlsan_cache *c, size_t i, size_t j, const plan_access *ai,
+                       const plan_access *aj)
+{
+    const tlsan_plan *p = c->plans[i], *q = c->plans[j];
+    if (p->n_tensors != q->n_tensors)
+        return false;
+    for (size_t t = 0; t < p->n_tensors; t++) {
+        uint32_t u = find_tensor(q, p, p->tensors[t].name);
+        if (u == NO_INDEX || tensor_differs(p, ai, t, q, aj, u))
+            return false;
+    }
+    return true; /* same count and every tensor of p found in q: no tensor only in q */
+}
+
 typedef struct key_ref {
     uint64_t hash;
     size_t plan;
@@ -783,7 +799,9 @@ int cache_collisions(const tlsan_cache *c, tlsan_report *report)
     int rc = -1;
     key_ref *refs = malloc(n * sizeof *refs);
     plan_access *acc = calloc(n, sizeof *acc);
-    if (!refs || !acc)
+    size_t *rep = malloc(n * sizeof *rep);     /* per class: its first plan (a refs index) */
+    size_t *klass = malloc(n * sizeof *klass); /* per refs index: its class */
+    if (!refs || !acc || !rep || !klass)
         goto out;
     for (size_t i = 0; i < n; i++)
         refs[i] = (key_ref){hash_text(c->keys[i], c->key_lens[i]), i, c->keys[i], c->key_lens[i]};
@@ -800,9 +818,23 @@ int cache_collisions(const tlsan_cache *c, tlsan_report *report)
                 if (!acc[refs[a].plan].begin &&
                     pa_build(c->plans[refs[a].plan], &acc[refs[a].plan]) != 0)
                     goto out;
-            for (size_t a = g; a < e; a++)
+            /* Plans that match a class's first plan have the same layout as all of it, so
+             * pairs inside a class need no comparison: a cache of thousands of identical
+             * plans costs one comparison per plan, not one per pair. */
+            size_t n_classes = 0;
+            for (size_t a = g; a < e; a++) {
+                size_t k = 0;
+                while (k < n_classes && !plans_same(c, refs[a].plan, refs[rep[k]].plan,
+                                                    &acc[refs[a].plan], &acc[refs[rep[k]].plan]))
+                    k++;
+                if (k == n_classes)
+                    rep[n_classes++] = a;
+                klass[a] = k;
+            }
+            for (size_t a = g; a < e && n_classes > 1; a++)
                 for (size_t b = a + 1; b < e; b++)
-                    if (compare_pair(c, refs[a].plan, refs[b].plan, &acc[refs[a].plan],
+                    if (klass[a] != klass[b] &&
+                        compare_pair(c, refs[a].plan, refs[b].plan, &acc[refs[a].plan],
                                      &acc[refs[b].plan], report) != 0)
                         goto out;
         }
@@ -815,5 +847,7 @@ out:
             pa_free(&acc[i]);
     free(acc);
     free(refs);
+    free(rep);
+    free(klass);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 static bool shared_missing;
@@ -329,6 +330,45 @@ static void test_many_plans(void **state)
     tlsan_cache_free(c);
 }
 
+/* Many plans under one key, in two layouts: every pair across the layouts collides, no
+ * pair within one does, and the plans that match are found without comparing every pair
+ * (10,000 identical plans would be 5*10^7 comparisons). */
+static void test_one_key_two_layouts(void **state)
+{
+    (void)state;
+    tlsan_cache *c = tlsan_cache_create();
+    size_t n = 10000;
+    for (size_t i = 0; i < n; i++) {
+        tlsan_plan *p = tlsan_plan_create();
+        tlsan_arena_desc a = {"a", 64, 0, NULL};
+        tlsan_tensor_desc t = {0};
+        t.name = "t";
+        t.bytes = 8;
+        t.arena = "a";
+        t.offset_bytes = i == 7 || i == 4242 ? 8 : 0; /* two plans differ from the rest */
+        assert_int_equal(tlsan_plan_add_arena(p, &a, NULL), TLSAN_OK);
+        assert_int_equal(tlsan_plan_add_tensor(p, &t, NULL), TLSAN_OK);
+        assert_int_equal(tlsan_plan_finalize(p, NULL), TLSAN_OK);
+        assert_int_equal(tlsan_cache_add(c, p, "{\"batch\": 1}", NULL), TLSAN_OK);
+    }
+    clock_t t0 = clock();
+    tlsan_report *r = collisions_of(c);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    /* plans 7 and 4242 each collide with the 9998 others, and not with each other */
+    assert_int_equal(tlsan_report_count(r), 2 * (n - 2));
+    for (size_t i = 0; i < tlsan_report_count(r); i++) {
+        const tlsan_finding *f = tlsan_report_finding(r, i);
+        bool odd_a = f->plan_index == 7 || f->plan_index == 4242;
+        bool odd_b = f->other_plan_index == 7 || f->other_plan_index == 4242;
+        assert_true(odd_a != odd_b);
+        assert_int_equal(f->n_tensors, 1);
+        assert_string_equal(f->tensors[0], "t");
+    }
+    assert_true(secs < 2.0);
+    tlsan_report_free(r);
+    tlsan_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_collision_by_access_order_only),
         cmocka_unit_test(test_collision_kinds_of_difference),
         cmocka_unit_test(test_many_plans),
+        cmocka_unit_test(test_one_key_two_layouts),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (failed == 0 && shared_missing) {
