@@ -1,4 +1,5 @@
 /* cache: plan caches, canonical keys and the cache-key-collision check. */
+#include "strtab.h"
 #include "cache.h"
 #include "plan.h"
 #include "report.h"
@@ -577,16 +578,6 @@ out:
 
 /* ---- cache-key-collision ---- */
 
-static uint64_t hash_text(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* Per plan: each tensor's accesses in op order, as (op << 2 | 1 read | 2 write), in
  * [begin[t], end[t]) of acc. Ends are kept apart from starts because merging an op's
  * repeated mentions of one tensor leaves gaps. */
@@ -804,7 +795,7 @@ int cache_collisions(const tlsan_cache *c, tlsan_report *report)
     if (!refs || !acc || !rep || !klass)
         goto out;
     for (size_t i = 0; i < n; i++)
-        refs[i] = (key_ref){hash_text(c->keys[i], c->key_lens[i]), i, c->keys[i], c->key_lens[i]};
+        refs[i] = (key_ref){strtab_hash(c->keys[i], c->key_lens[i]), i, c->keys[i], c->key_lens[i]};
     /* Sorting by hash puts equal keys next to each other (ordered by plan within a group),
      * so only the members of one group are ever compared with each other. */
     qsort(refs, n, sizeof *refs, cmp_key_ref);

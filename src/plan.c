@@ -1,6 +1,8 @@
 /* plan: building, validating and resolving the plan model. */
 #include "plan.h"
 
+#include "error.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,48 +24,6 @@ int vec_reserve_(void **v, size_t *cap, size_t n, size_t extra, size_t elem)
     *v = p;
     *cap = c;
     return 0;
-}
-
-static tlsan_status fail(tlsan_error *err, const char *what_fmt, const char *where_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Fills err with a where (printf-formatted) and a fixed what. */
-static tlsan_status fail(tlsan_error *err, const char *what, const char *where_fmt, ...)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        va_list ap;
-        va_start(ap, where_fmt);
-        vsnprintf(err->where, sizeof err->where, where_fmt, ap);
-        va_end(ap);
-        snprintf(err->what, sizeof err->what, "%s", what);
-    }
-    return TLSAN_ERR_INVALID;
-}
-
-static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        snprintf(err->where, sizeof err->where, "%s", where);
-        va_list ap;
-        va_start(ap, what_fmt);
-        vsnprintf(err->what, sizeof err->what, what_fmt, ap);
-        va_end(ap);
-    }
-    return TLSAN_ERR_INVALID;
-}
-
-static tlsan_status nomem(tlsan_error *err)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        snprintf(err->what, sizeof err->what, "out of memory");
-    }
-    return TLSAN_ERR_NOMEM;
 }
 
 const char *tlsan_status_name(tlsan_status status)
@@ -282,26 +242,26 @@ tlsan_status tlsan_plan_add_arena(tlsan_plan *p, const tlsan_arena_desc *a, tlsa
         return TLSAN_ERR_STATE;
     size_t i = p->n_arenas;
     if (!valid_name(a->name))
-        return fail(err, "an arena needs a non-empty name", "arenas[%zu].name", i);
+        return error_fail(err, "an arena needs a non-empty name", "arenas[%zu].name", i);
     if (a->bytes > INT64_MAX)
-        return fail(err, "byte count out of range (0 to 2^63-1)", "arenas[%zu].bytes", i);
+        return error_fail(err, "byte count out of range (0 to 2^63-1)", "arenas[%zu].bytes", i);
     if (a->alignment_bytes > INT64_MAX)
-        return fail(err, "alignment out of range (1 to 2^63-1)", "arenas[%zu].alignment", i);
+        return error_fail(err, "alignment out of range (1 to 2^63-1)", "arenas[%zu].alignment", i);
     arena_rec r = {0};
     r.bytes = a->bytes;
     r.alignment_bytes = a->alignment_bytes ? a->alignment_bytes : 1;
     r.name = strtab_intern_cstr(&p->strings, a->name);
     if (r.name == STRTAB_NONE || intern_opt(p, a->memory ? a->memory : "host", &r.memory) != 0)
-        return nomem(err);
+        return error_nomem(err);
     if (plan_lookup(&p->arena_by_name, r.name) != NO_INDEX) {
-        failf(err, "", "duplicate arena name '%s'", a->name);
+        error_failf(err, "", "duplicate arena name '%s'", a->name);
         if (err)
             snprintf(err->where, sizeof err->where, "arenas[%zu].name", i);
         return TLSAN_ERR_INVALID;
     }
     if (vec_reserve_((void **)&p->arenas, &p->cap_arenas, p->n_arenas, 1, sizeof *p->arenas) ||
         set_lookup(&p->arena_by_name, r.name, (uint32_t)i) != 0)
-        return nomem(err);
+        return error_nomem(err);
     p->arenas[p->n_arenas++] = r;
     return TLSAN_OK;
 }
@@ -314,47 +274,48 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         return TLSAN_ERR_STATE;
     size_t i = p->n_tensors;
     if (i >= UINT32_MAX - 1)
-        return fail(err, "too many tensors", "tensors[%zu]", i);
+        return error_fail(err, "too many tensors", "tensors[%zu]", i);
     if (!valid_name(t->name))
-        return fail(err, "a tensor needs a non-empty name", "tensors[%zu].name", i);
+        return error_fail(err, "a tensor needs a non-empty name", "tensors[%zu].name", i);
     if (t->bytes > INT64_MAX)
-        return fail(err, "byte count out of range (0 to 2^63-1)", "tensors[%zu].bytes", i);
+        return error_fail(err, "byte count out of range (0 to 2^63-1)", "tensors[%zu].bytes", i);
     if (t->arena && t->view_of)
-        return fail(err,
-                    "a tensor has either 'arena' (a storage root) or 'view_of' (a view), "
-                    "not both",
-                    "tensors[%zu]", i);
+        return error_fail(err,
+                          "a tensor has either 'arena' (a storage root) or 'view_of' (a view), "
+                          "not both",
+                          "tensors[%zu]", i);
     if (!t->arena && !t->view_of)
-        return fail(err,
-                    "a tensor needs 'arena' with 'offset' (a storage root) or 'view_of' (a "
-                    "view)",
-                    "tensors[%zu]", i);
+        return error_fail(err,
+                          "a tensor needs 'arena' with 'offset' (a storage root) or 'view_of' (a "
+                          "view)",
+                          "tensors[%zu]", i);
     if (t->arena && !valid_name(t->arena))
-        return fail(err, "empty arena name", "tensors[%zu].arena", i);
+        return error_fail(err, "empty arena name", "tensors[%zu].arena", i);
     if (t->view_of && !valid_name(t->view_of))
-        return fail(err, "empty tensor name", "tensors[%zu].view_of", i);
+        return error_fail(err, "empty tensor name", "tensors[%zu].view_of", i);
     if (t->offset_bytes > INT64_MAX)
-        return fail(err, "offset out of range (0 to 2^63-1)", "tensors[%zu].offset", i);
+        return error_fail(err, "offset out of range (0 to 2^63-1)", "tensors[%zu].offset", i);
     if (t->view_offset_bytes > INT64_MAX)
-        return fail(err, "offset out of range (0 to 2^63-1)", "tensors[%zu].view_offset", i);
+        return error_fail(err, "offset out of range (0 to 2^63-1)", "tensors[%zu].view_offset", i);
     if (t->alignment_bytes > INT64_MAX)
-        return fail(err, "alignment out of range (1 to 2^63-1)", "tensors[%zu].alignment", i);
+        return error_fail(err, "alignment out of range (1 to 2^63-1)", "tensors[%zu].alignment", i);
     if (t->flags & ~(unsigned)(TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT | TLSAN_TENSOR_CONSTANT))
-        return fail(err, "unknown tensor flag", "tensors[%zu]", i);
+        return error_fail(err, "unknown tensor flag", "tensors[%zu]", i);
     if (t->has_lifetime) {
         if (t->lifetime[0] < -1)
-            return fail(err, "lifetime starts before step -1", "tensors[%zu].lifetime[0]", i);
+            return error_fail(err, "lifetime starts before step -1", "tensors[%zu].lifetime[0]", i);
         if (t->lifetime[0] > t->lifetime[1])
-            return fail(err, "reversed lifetime (first_write after last_read)",
-                        "tensors[%zu].lifetime", i);
+            return error_fail(err, "reversed lifetime (first_write after last_read)",
+                              "tensors[%zu].lifetime", i);
     }
     if ((unsigned)t->dtype >= TLSAN_DTYPE_COUNT_)
-        return fail(err, "unknown dtype", "tensors[%zu].dtype", i);
+        return error_fail(err, "unknown dtype", "tensors[%zu].dtype", i);
     if (t->n_shape && t->dtype == TLSAN_DTYPE_NONE)
-        return fail(err, "'shape' needs 'dtype'", "tensors[%zu].shape", i);
+        return error_fail(err, "'shape' needs 'dtype'", "tensors[%zu].shape", i);
     for (size_t k = 0; k < t->n_shape; k++)
         if (t->shape[k] > INT64_MAX)
-            return fail(err, "extent out of range (0 to 2^63-1)", "tensors[%zu].shape[%zu]", i, k);
+            return error_fail(err, "extent out of range (0 to 2^63-1)", "tensors[%zu].shape[%zu]",
+                              i, k);
 
     tensor_rec r = {0};
     r.flags = (uint8_t)t->flags;
@@ -363,9 +324,9 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     r.bytes = t->bytes;
     r.name = strtab_intern_cstr(&p->strings, t->name);
     if (r.name == STRTAB_NONE)
-        return nomem(err);
+        return error_nomem(err);
     if (plan_lookup(&p->tensor_by_name, r.name) != NO_INDEX) {
-        failf(err, "", "duplicate tensor name '%s'", t->name);
+        error_failf(err, "", "duplicate tensor name '%s'", t->name);
         if (err)
             snprintf(err->where, sizeof err->where, "tensors[%zu].name", i);
         return TLSAN_ERR_INVALID;
@@ -376,20 +337,20 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         r.view_of = NO_INDEX;
         r.offset_bytes = t->offset_bytes;
         if (r.arena == STRTAB_NONE)
-            return nomem(err);
+            return error_nomem(err);
     } else {
         r.arena = NO_INDEX;
         r.view_of = strtab_intern_cstr(&p->strings, t->view_of);
         r.offset_bytes = t->view_offset_bytes;
         if (r.view_of == STRTAB_NONE)
-            return nomem(err);
+            return error_nomem(err);
     }
     r.root = NO_INDEX;
     r.extra = NO_INDEX;
     if (t->memory || t->alignment_bytes || t->has_lifetime) {
         tensor_extra x = {{0, 0}, 0, STRTAB_NONE};
         if (intern_opt(p, t->memory, &x.memory) != 0)
-            return nomem(err);
+            return error_nomem(err);
         if (t->alignment_bytes) {
             r.flags |= TREC_HAS_ALIGNMENT;
             x.alignment_bytes = t->alignment_bytes;
@@ -400,14 +361,14 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             x.lifetime[1] = t->lifetime[1];
         }
         if (vec_reserve_((void **)&p->extras, &p->cap_extras, p->n_extras, 1, sizeof *p->extras))
-            return nomem(err);
+            return error_nomem(err);
         r.extra = (uint32_t)p->n_extras;
         p->extras[p->n_extras++] = x;
     }
     r.dtype = (uint8_t)t->dtype;
     if (t->dtype != TLSAN_DTYPE_NONE) {
         if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
-            return nomem(err);
+            return error_nomem(err);
         r.shape_start = (uint32_t)p->shape_pool.n;
         r.n_shape = (uint32_t)t->n_shape;
         if (t->n_shape)
@@ -415,11 +376,11 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         p->shape_pool.n += t->n_shape;
     }
     if (push_names(p, t->stack, t->n_stack, &r.stack_start) != 0)
-        return nomem(err);
+        return error_nomem(err);
     r.n_stack = (uint32_t)t->n_stack;
     if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1, sizeof *p->tensors) ||
         set_lookup(&p->tensor_by_name, r.name, (uint32_t)i) != 0)
-        return nomem(err);
+        return error_nomem(err);
     p->tensors[p->n_tensors++] = r;
     return TLSAN_OK;
 }
@@ -432,40 +393,44 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         return TLSAN_ERR_STATE;
     size_t i = p->n_ops;
     if (i >= INT32_MAX)
-        return fail(err, "too many ops", "ops[%zu]", i);
+        return error_fail(err, "too many ops", "ops[%zu]", i);
     if (!valid_name(o->name))
-        return fail(err, "an op needs a non-empty name", "ops[%zu].name", i);
+        return error_fail(err, "an op needs a non-empty name", "ops[%zu].name", i);
     if ((unsigned)o->sync > TLSAN_SYNC_ALL)
-        return fail(err, "unknown synchronisation kind", "ops[%zu]", i);
+        return error_fail(err, "unknown synchronisation kind", "ops[%zu]", i);
     if (o->sync != TLSAN_SYNC_NONE && (o->n_reads || o->n_writes))
-        return fail(err, "a synchronisation op lists no tensor in 'reads' or 'writes'", "ops[%zu]",
-                    i);
+        return error_fail(err, "a synchronisation op lists no tensor in 'reads' or 'writes'",
+                          "ops[%zu]", i);
     if (o->sync != TLSAN_SYNC_NONE && o->n_inplace)
-        return fail(err, "a synchronisation op declares no in-place pair", "ops[%zu].inplace", i);
+        return error_fail(err, "a synchronisation op declares no in-place pair", "ops[%zu].inplace",
+                          i);
     if ((o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT) && !valid_name(o->event))
-        return fail(err, "a record or wait op needs a non-empty event name",
-                    o->sync == TLSAN_SYNC_RECORD ? "ops[%zu].record" : "ops[%zu].wait", i);
+        return error_fail(err, "a record or wait op needs a non-empty event name",
+                          o->sync == TLSAN_SYNC_RECORD ? "ops[%zu].record" : "ops[%zu].wait", i);
     if (o->stream && !valid_name(o->stream))
-        return fail(err, "empty stream name", "ops[%zu].stream", i);
+        return error_fail(err, "empty stream name", "ops[%zu].stream", i);
     if (o->loop && !valid_name(o->loop))
-        return fail(err, "empty loop name", "ops[%zu].loop", i);
+        return error_fail(err, "empty loop name", "ops[%zu].loop", i);
     for (size_t k = 0; k < o->n_reads; k++)
         if (!valid_name(o->reads[k]))
-            return fail(err, "empty tensor name", "ops[%zu].reads[%zu]", i, k);
+            return error_fail(err, "empty tensor name", "ops[%zu].reads[%zu]", i, k);
     for (size_t k = 0; k < o->n_writes; k++)
         if (!valid_name(o->writes[k]))
-            return fail(err, "empty tensor name", "ops[%zu].writes[%zu]", i, k);
+            return error_fail(err, "empty tensor name", "ops[%zu].writes[%zu]", i, k);
     for (size_t k = 0; k < 2 * o->n_inplace; k++)
         if (!valid_name(o->inplace[k]))
-            return fail(err, "empty tensor name", "ops[%zu].inplace[%zu][%zu]", i, k / 2, k % 2);
+            return error_fail(err, "empty tensor name", "ops[%zu].inplace[%zu][%zu]", i, k / 2,
+                              k % 2);
     for (size_t k = 0; k < o->n_branch; k++) {
         if (!valid_name(o->branch[k].if_name))
-            return fail(err, "a branch needs a non-empty 'if'", "ops[%zu].branch[%zu].if", i, k);
+            return error_fail(err, "a branch needs a non-empty 'if'", "ops[%zu].branch[%zu].if", i,
+                              k);
         if (!valid_name(o->branch[k].arm))
-            return fail(err, "a branch needs a non-empty 'arm'", "ops[%zu].branch[%zu].arm", i, k);
+            return error_fail(err, "a branch needs a non-empty 'arm'", "ops[%zu].branch[%zu].arm",
+                              i, k);
         for (size_t m = 0; m < k; m++)
             if (strcmp(o->branch[m].if_name, o->branch[k].if_name) == 0) {
-                failf(err, "", "the branch list names if '%s' twice", o->branch[k].if_name);
+                error_failf(err, "", "the branch list names if '%s' twice", o->branch[k].if_name);
                 if (err)
                     snprintf(err->where, sizeof err->where, "ops[%zu].branch[%zu].if", i, k);
                 return TLSAN_ERR_INVALID;
@@ -475,9 +440,9 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
     op_rec r = {0};
     r.name = strtab_intern_cstr(&p->strings, o->name);
     if (r.name == STRTAB_NONE)
-        return nomem(err);
+        return error_nomem(err);
     if (plan_lookup(&p->op_by_name, r.name) != NO_INDEX) {
-        failf(err, "", "duplicate op name '%s'", o->name);
+        error_failf(err, "", "duplicate op name '%s'", o->name);
         if (err)
             snprintf(err->where, sizeof err->where, "ops[%zu].name", i);
         return TLSAN_ERR_INVALID;
@@ -487,11 +452,11 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         intern_opt(p, o->loop, &r.loop) != 0 ||
         intern_opt(p, o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT ? o->event : NULL,
                    &r.event) != 0)
-        return nomem(err);
+        return error_nomem(err);
 
     /* `after` must name an earlier op: resolve now, while "earlier" means "already added". */
     if (VEC_RESERVE(p->id_pool, o->n_after) != 0)
-        return nomem(err);
+        return error_nomem(err);
     r.after_start = (uint32_t)p->id_pool.n;
     for (size_t k = 0; k < o->n_after; k++) {
         const char *an = o->after[k];
@@ -500,8 +465,9 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         if (idx == NO_INDEX) {
             p->id_pool.n = r.after_start;
             bool is_self = an && strcmp(an, o->name) == 0;
-            failf(err, "", "'after' names %s op '%s'",
-                  is_self ? "the op itself, not an earlier" : "an unknown or later", an ? an : "");
+            error_failf(err, "", "'after' names %s op '%s'",
+                        is_self ? "the op itself, not an earlier" : "an unknown or later",
+                        an ? an : "");
             if (err)
                 snprintf(err->where, sizeof err->where, "ops[%zu].after[%zu]", i, k);
             return TLSAN_ERR_INVALID;
@@ -513,26 +479,26 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         push_names(p, o->writes, o->n_writes, &r.writes_start) != 0 ||
         push_names(p, o->inplace, 2 * o->n_inplace, &r.inplace_start) != 0 ||
         push_names(p, o->stack, o->n_stack, &r.stack_start) != 0)
-        return nomem(err);
+        return error_nomem(err);
     r.n_reads = (uint32_t)o->n_reads;
     r.n_writes = (uint32_t)o->n_writes;
     r.n_inplace = (uint32_t)o->n_inplace;
     r.n_stack = (uint32_t)o->n_stack;
     if (VEC_RESERVE(p->id_pool, 2 * o->n_branch) != 0)
-        return nomem(err);
+        return error_nomem(err);
     r.cond_start = (uint32_t)p->id_pool.n;
     for (size_t k = 0; k < o->n_branch; k++) {
         uint32_t a = strtab_intern_cstr(&p->strings, o->branch[k].if_name);
         uint32_t b = strtab_intern_cstr(&p->strings, o->branch[k].arm);
         if (a == STRTAB_NONE || b == STRTAB_NONE)
-            return nomem(err);
+            return error_nomem(err);
         p->id_pool.v[p->id_pool.n++] = a;
         p->id_pool.v[p->id_pool.n++] = b;
     }
     r.n_cond = (uint32_t)o->n_branch;
     if (vec_reserve_((void **)&p->ops, &p->cap_ops, p->n_ops, 1, sizeof *p->ops) ||
         set_lookup(&p->op_by_name, r.name, (uint32_t)i) != 0)
-        return nomem(err);
+        return error_nomem(err);
     p->ops[p->n_ops++] = r;
     return TLSAN_OK;
 }
@@ -547,7 +513,7 @@ static tlsan_status resolve_tensors(tlsan_plan *p, uint32_t start, uint32_t n, s
         uint32_t name = p->id_pool.v[start + k];
         uint32_t idx = plan_lookup(&p->tensor_by_name, name);
         if (idx == NO_INDEX) {
-            failf(err, "", "unknown tensor '%s'", strtab_str(&p->strings, name));
+            error_failf(err, "", "unknown tensor '%s'", strtab_str(&p->strings, name));
             if (err) {
                 if (pairs)
                     snprintf(err->where, sizeof err->where, "ops[%zu].%s[%u][%u]", op, field, k / 2,
@@ -576,7 +542,7 @@ static tlsan_status resolve_views(tlsan_plan *p, tlsan_error *err)
     uint32_t *chain = malloc((n ? n : 1) * sizeof *chain);
     tlsan_status st = TLSAN_OK;
     if (!state || !chain) {
-        st = nomem(err);
+        st = error_nomem(err);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -590,8 +556,8 @@ static tlsan_status resolve_views(tlsan_plan *p, tlsan_error *err)
             cur = p->tensors[cur].view_of;
         }
         if (state[cur] == 1) {
-            st = failf(err, "", "a cycle of views through tensor '%s'",
-                       strtab_str(&p->strings, p->tensors[cur].name));
+            st = error_failf(err, "", "a cycle of views through tensor '%s'",
+                             strtab_str(&p->strings, p->tensors[cur].name));
             if (err)
                 snprintf(err->where, sizeof err->where, "tensors[%u].view_of", cur);
             goto out;
@@ -664,7 +630,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         if (t->arena != NO_INDEX) {
             uint32_t a = plan_lookup(&p->arena_by_name, t->arena);
             if (a == NO_INDEX) {
-                failf(err, "", "unknown arena '%s'", strtab_str(&p->strings, t->arena));
+                error_failf(err, "", "unknown arena '%s'", strtab_str(&p->strings, t->arena));
                 if (err)
                     snprintf(err->where, sizeof err->where, "tensors[%zu].arena", i);
                 return TLSAN_ERR_INVALID;
@@ -673,7 +639,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         } else {
             uint32_t b = plan_lookup(&p->tensor_by_name, t->view_of);
             if (b == NO_INDEX) {
-                failf(err, "", "unknown tensor '%s'", strtab_str(&p->strings, t->view_of));
+                error_failf(err, "", "unknown tensor '%s'", strtab_str(&p->strings, t->view_of));
                 if (err)
                     snprintf(err->where, sizeof err->where, "tensors[%zu].view_of", i);
                 return TLSAN_ERR_INVALID;
@@ -681,8 +647,8 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             t->view_of = b;
         }
         if ((t->flags & TREC_HAS_LIFETIME) && tensor_x(p, t)->lifetime[1] > (int64_t)p->n_ops)
-            return fail(err, "lifetime ends after the output step (the number of ops)",
-                        "tensors[%zu].lifetime[1]", i);
+            return error_fail(err, "lifetime ends after the output step (the number of ops)",
+                              "tensors[%zu].lifetime[1]", i);
     }
     st = resolve_views(p, err);
     if (st != TLSAN_OK)
@@ -696,7 +662,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
     stream_of_name = malloc((n_str ? n_str : 1) * sizeof *stream_of_name);
     if (!p->root_flags || !p->op_stream || !p->op_loop || !if_of_name || !loop_of_name ||
         !stream_of_name) {
-        st = nomem(err);
+        st = error_nomem(err);
         goto out;
     }
     for (size_t i = 0; i < p->n_tensors; i++)
@@ -722,7 +688,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             if (l == NO_INDEX) {
                 loop_rec *nl = realloc(p->loops, (p->n_loops + 1) * sizeof *nl);
                 if (!nl) {
-                    st = nomem(err);
+                    st = error_nomem(err);
                     goto out;
                 }
                 p->loops = nl;
@@ -730,8 +696,8 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
                 loop_of_name[o->loop] = l;
                 p->loops[l] = (loop_rec){o->loop, (uint32_t)i, (uint32_t)i};
             } else if (p->loops[l].last_op != i - 1) {
-                failf(err, "", "the ops of loop '%s' are not contiguous",
-                      strtab_str(&p->strings, o->loop));
+                error_failf(err, "", "the ops of loop '%s' are not contiguous",
+                            strtab_str(&p->strings, o->loop));
                 if (err)
                     snprintf(err->where, sizeof err->where, "ops[%zu].loop", i);
                 st = TLSAN_ERR_INVALID;
@@ -748,7 +714,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             if (f == NO_INDEX) {
                 if_rec *ni = realloc(p->ifs, (p->n_ifs + 1) * sizeof *ni);
                 if (!ni) {
-                    st = nomem(err);
+                    st = error_nomem(err);
                     goto out;
                 }
                 p->ifs = ni;
@@ -768,7 +734,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         if (!count || !fill) {
             free(count);
             free(fill);
-            st = nomem(err);
+            st = error_nomem(err);
             goto out;
         }
         for (size_t i = 0; i < p->n_ops; i++)
@@ -782,7 +748,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         if (VEC_RESERVE(arms, total ? total : 1) != 0) {
             free(count);
             free(fill);
-            st = nomem(err);
+            st = error_nomem(err);
             goto out;
         }
         for (size_t i = 0; i < p->n_ops; i++)
@@ -801,7 +767,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         if (VEC_RESERVE(p->id_pool, total) != 0) {
             free(count);
             free(fill);
-            st = nomem(err);
+            st = error_nomem(err);
             goto out;
         }
         for (size_t f = 0; f < n_ifs; f++) {

@@ -12,6 +12,7 @@
  * cache side by side. An error in the content of the side that turns out not to apply is
  * forgotten (such keys are merely unknown there); it is reported once that side is
  * confirmed. */
+#include "strtab.h"
 #include "utf8.h"
 #include "reader.h"
 #include "cache.h"
@@ -430,16 +431,6 @@ static void pop(reader *r)
     r->n_frames--;
 }
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static bool key_equal(const reader *r, size_t i, const char *s, size_t len, uint64_t h)
 {
     const key_ent *k = &r->keys[i];
@@ -463,7 +454,7 @@ static void slots_insert(reader *r, frame *f, size_t idx)
  * of memory. */
 static int add_key(reader *r, frame *f, const char *s, size_t len)
 {
-    uint64_t h = hash_bytes(s, len);
+    uint64_t h = strtab_hash(s, len);
     size_t n = r->n_keys - f->key_start;
     if (f->slots) {
         size_t mask = f->n_slots - 1;

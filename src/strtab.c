@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* FNV-1a: names are short, so a simple byte hash is as fast as anything fancier. */
-static uint64_t hash_bytes(const char *s, size_t len)
+uint64_t strtab_hash(const char *s, size_t len)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++) {
@@ -62,7 +61,7 @@ static int rehash(strtab *t, size_t n_slots)
     size_t mask = n_slots - 1;
     for (uint32_t id = 0; id < t->n; id++) {
         const char *c = t->chars + t->offsets[id];
-        uint64_t h = hash_bytes(c, strlen(c));
+        uint64_t h = strtab_hash(c, strlen(c));
         size_t i = (size_t)h & mask;
         while (slots[i])
             i = (i + 1) & mask;
@@ -79,7 +78,7 @@ uint32_t strtab_find(const strtab *t, const char *s, size_t len)
     if (t->n_slots == 0)
         return STRTAB_NONE;
     size_t slot;
-    return lookup(t, s, len, hash_bytes(s, len), &slot);
+    return lookup(t, s, len, strtab_hash(s, len), &slot);
 }
 
 uint32_t strtab_intern(strtab *t, const char *s, size_t len)
@@ -91,7 +90,7 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
         if (rehash(t, t->n_slots ? t->n_slots * 2 : 64) != 0)
             return STRTAB_NONE;
     }
-    uint64_t h = hash_bytes(s, len);
+    uint64_t h = strtab_hash(s, len);
     size_t slot;
     uint32_t id = lookup(t, s, len, h, &slot);
     if (id != STRTAB_NONE)

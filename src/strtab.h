@@ -22,6 +22,9 @@ typedef struct strtab {
     size_t n_slots;  /* power of two */
 } strtab;
 
+/* FNV-1a over len bytes: names are short, so a simple byte hash is as fast as any. */
+uint64_t strtab_hash(const char *s, size_t len);
+
 void strtab_init(strtab *t);
 void strtab_free(strtab *t);
 /* Interns `len` bytes at `s`, which must hold no NUL byte (every name reaches the table as

@@ -4,6 +4,7 @@
  * parsed into a yajl document tree; the streaming reader is kept for plans, which can hold
  * millions of tensors. A first pass with yajl's event parser finds the line and column of a
  * syntax error, which yajl_tree does not report. */
+#include "error.h"
 #include "utf8.h"
 #include "tvm.h"
 #include "plan.h"
@@ -59,54 +60,6 @@ typedef struct graph {
 } graph;
 
 /* ---- errors ---- */
-
-static tlsan_status fail(tlsan_error *err, const char *what, const char *where_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* An invalid graph: a fixed `what` at a printf-formatted JSON path. */
-static tlsan_status fail(tlsan_error *err, const char *what, const char *where_fmt, ...)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        va_list ap;
-        va_start(ap, where_fmt);
-        vsnprintf(err->where, sizeof err->where, where_fmt, ap);
-        va_end(ap);
-        snprintf(err->what, sizeof err->what, "%s", what);
-    }
-    return TLSAN_ERR_INVALID;
-}
-
-static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* An invalid graph: a fixed JSON path and a printf-formatted `what`. */
-static tlsan_status failf(tlsan_error *err, const char *where, const char *what_fmt, ...)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        snprintf(err->where, sizeof err->where, "%s", where);
-        va_list ap;
-        va_start(ap, what_fmt);
-        vsnprintf(err->what, sizeof err->what, what_fmt, ap);
-        va_end(ap);
-    }
-    return TLSAN_ERR_INVALID;
-}
-
-static tlsan_status status_only(tlsan_error *err, tlsan_status st, const char *what)
-{
-    if (err) {
-        memset(err, 0, sizeof *err);
-        snprintf(err->what, sizeof err->what, "%s", what);
-    }
-    return st;
-}
-
-static tlsan_status nomem(tlsan_error *err)
-{
-    return status_only(err, TLSAN_ERR_NOMEM, "out of memory");
-}
 
 /* ---- JSON helpers ---- */
 
@@ -164,79 +117,82 @@ static tlsan_status read_nodes(graph *g, tlsan_error *err)
 {
     yajl_val nodes = member(g->root, "nodes");
     if (!nodes)
-        return fail(err, "a TVM graph needs 'nodes' (an array)", "nodes");
+        return error_fail(err, "a TVM graph needs 'nodes' (an array)", "nodes");
     if (!YAJL_IS_ARRAY(nodes))
-        return fail(err, "'nodes' must be an array", "nodes");
+        return error_fail(err, "'nodes' must be an array", "nodes");
     g->n_nodes = nodes->u.array.len;
     g->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->nodes);
     if (!g->nodes)
-        return nomem(err);
+        return error_nomem(err);
     size_t n_inputs = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         yajl_val v = nodes->u.array.values[i];
         tvm_node *nd = &g->nodes[i];
         if (!YAJL_IS_OBJECT(v))
-            return fail(err, "a node must be an object", "nodes[%zu]", i);
+            return error_fail(err, "a node must be an object", "nodes[%zu]", i);
         yajl_val op = member(v, "op");
         if (!YAJL_IS_STRING(op))
-            return fail(err, "a node needs 'op' (a string)", "nodes[%zu].op", i);
+            return error_fail(err, "a node needs 'op' (a string)", "nodes[%zu].op", i);
         if (strcmp(str_of(op), "tvm_op") == 0)
             nd->is_op = true;
         else if (strcmp(str_of(op), "null") != 0)
-            return fail(err, "unknown op (expected \"null\" or \"tvm_op\")", "nodes[%zu].op", i);
+            return error_fail(err, "unknown op (expected \"null\" or \"tvm_op\")", "nodes[%zu].op",
+                              i);
         yajl_val name = member(v, "name");
         if (!YAJL_IS_STRING(name) || str_of(name)[0] == '\0')
-            return fail(err, "a node needs 'name' (a non-empty string)", "nodes[%zu].name", i);
+            return error_fail(err, "a node needs 'name' (a non-empty string)", "nodes[%zu].name",
+                              i);
         nd->name = str_of(name);
 
         yajl_val attrs = member(v, "attrs");
         if (attrs && !YAJL_IS_OBJECT(attrs))
-            return fail(err, "'attrs' must be an object", "nodes[%zu].attrs", i);
+            return error_fail(err, "'attrs' must be an object", "nodes[%zu].attrs", i);
         if (nd->is_op && !attrs)
-            return fail(err, "a tvm_op node needs 'attrs' (an object with func_name)",
-                        "nodes[%zu].attrs", i);
+            return error_fail(err, "a tvm_op node needs 'attrs' (an object with func_name)",
+                              "nodes[%zu].attrs", i);
         if (nd->is_op) {
             yajl_val func = member(attrs, "func_name");
             if (!YAJL_IS_STRING(func))
-                return fail(err, "a tvm_op node needs 'func_name' (a string)",
-                            "nodes[%zu].attrs.func_name", i);
+                return error_fail(err, "a tvm_op node needs 'func_name' (a string)",
+                                  "nodes[%zu].attrs.func_name", i);
             nd->is_nop = strcmp(str_of(func), "__nop") == 0;
         }
         uint64_t n_out = 1;
         yajl_val num_out = member(attrs, "num_outputs");
         if (num_out && (!get_count(num_out, &n_out) || n_out > MAX_NODE_OUTPUTS))
-            return fail(err,
-                        "'num_outputs' must be a count (a decimal string or integer, at "
-                        "most 65536)",
-                        "nodes[%zu].attrs.num_outputs", i);
+            return error_fail(err,
+                              "'num_outputs' must be a count (a decimal string or integer, at "
+                              "most 65536)",
+                              "nodes[%zu].attrs.num_outputs", i);
         nd->n_outputs = (size_t)n_out;
 
         yajl_val inputs = member(v, "inputs");
         if (nd->is_op && !inputs)
-            return fail(err, "a tvm_op node needs 'inputs' (an array)", "nodes[%zu].inputs", i);
+            return error_fail(err, "a tvm_op node needs 'inputs' (an array)", "nodes[%zu].inputs",
+                              i);
         if (inputs && !YAJL_IS_ARRAY(inputs))
-            return fail(err, "'inputs' must be an array", "nodes[%zu].inputs", i);
+            return error_fail(err, "'inputs' must be an array", "nodes[%zu].inputs", i);
         nd->n_inputs = inputs ? inputs->u.array.len : 0;
         if (!nd->is_op && nd->n_inputs)
-            return fail(err, "a null node (graph input or parameter) takes no inputs",
-                        "nodes[%zu].inputs", i);
+            return error_fail(err, "a null node (graph input or parameter) takes no inputs",
+                              "nodes[%zu].inputs", i);
         uint64_t n_in;
         yajl_val num_in = member(attrs, "num_inputs");
         if (num_in && !get_count(num_in, &n_in))
-            return fail(err, "'num_inputs' must be a count (a decimal string or integer)",
-                        "nodes[%zu].attrs.num_inputs", i);
+            return error_fail(err, "'num_inputs' must be a count (a decimal string or integer)",
+                              "nodes[%zu].attrs.num_inputs", i);
         if (num_in && n_in != nd->n_inputs) {
             char where[64];
             snprintf(where, sizeof where, "nodes[%zu].inputs", i);
-            return failf(err, where, "%zu inputs listed but attrs.num_inputs is %" PRIu64,
-                         nd->n_inputs, n_in);
+            return error_failf(err, where, "%zu inputs listed but attrs.num_inputs is %" PRIu64,
+                               nd->n_inputs, n_in);
         }
         nd->inputs_start = n_inputs;
         n_inputs += nd->n_inputs;
     }
     g->n_inputs = n_inputs;
     g->inputs = malloc((n_inputs ? n_inputs : 1) * sizeof *g->inputs);
-    return g->inputs ? TLSAN_OK : nomem(err);
+    return g->inputs ? TLSAN_OK : error_nomem(err);
 }
 
 /* Entry ids: from node_row_ptr when given (it must agree with num_outputs), else computed. */
@@ -244,28 +200,28 @@ static tlsan_status read_row_ptr(graph *g, tlsan_error *err)
 {
     yajl_val rp = member(g->root, "node_row_ptr");
     if (rp && !YAJL_IS_ARRAY(rp))
-        return fail(err, "'node_row_ptr' must be an array", "node_row_ptr");
+        return error_fail(err, "'node_row_ptr' must be an array", "node_row_ptr");
     if (rp && rp->u.array.len != g->n_nodes + 1) {
-        return failf(err, "node_row_ptr",
-                     "%zu values for %zu nodes (expected one per node "
-                     "plus one)",
-                     rp->u.array.len, g->n_nodes);
+        return error_failf(err, "node_row_ptr",
+                           "%zu values for %zu nodes (expected one per node "
+                           "plus one)",
+                           rp->u.array.len, g->n_nodes);
     }
     size_t next = 0;
     for (size_t i = 0; i <= g->n_nodes; i++) {
         if (rp) {
             uint64_t v;
             if (!get_u64(rp->u.array.values[i], &v))
-                return fail(err, "node_row_ptr values must be integers >= 0", "node_row_ptr[%zu]",
-                            i);
+                return error_fail(err, "node_row_ptr values must be integers >= 0",
+                                  "node_row_ptr[%zu]", i);
             if (v != next) {
                 char where[64];
                 snprintf(where, sizeof where, "node_row_ptr[%zu]", i);
                 if (i == 0)
-                    return failf(err, where, "the first entry id must be 0, not %" PRIu64, v);
-                return failf(err, where,
-                             "node %zu has %zu outputs, so its entries end at %zu, not %" PRIu64,
-                             i - 1, g->nodes[i - 1].n_outputs, next, v);
+                    return error_failf(err, where, "the first entry id must be 0, not %" PRIu64, v);
+                return error_failf(
+                    err, where, "node %zu has %zu outputs, so its entries end at %zu, not %" PRIu64,
+                    i - 1, g->nodes[i - 1].n_outputs, next, v);
             }
         }
         if (i < g->n_nodes) {
@@ -276,7 +232,7 @@ static tlsan_status read_row_ptr(graph *g, tlsan_error *err)
     g->n_entries = next;
     g->entries = calloc(next ? next : 1, sizeof *g->entries);
     if (!g->entries)
-        return nomem(err);
+        return error_nomem(err);
     for (size_t i = 0; i < g->n_nodes; i++)
         for (size_t k = 0; k < g->nodes[i].n_outputs; k++) {
             tvm_entry *e = &g->entries[g->nodes[i].first_entry + k];
@@ -294,12 +250,12 @@ static tlsan_status read_ref(const graph *g, yajl_val ref, size_t limit, const c
 {
     char sub[300];
     if (!YAJL_IS_ARRAY(ref) || ref->u.array.len < 2 || ref->u.array.len > 3)
-        return failf(err, where, "an entry reference is [node_id, output_index, version]");
+        return error_failf(err, where, "an entry reference is [node_id, output_index, version]");
     for (size_t k = 0; k < ref->u.array.len; k++) {
         uint64_t v;
         if (!get_u64(ref->u.array.values[k], &v)) {
             snprintf(sub, sizeof sub, "%s[%zu]", where, k);
-            return failf(err, sub, "must be an integer >= 0");
+            return error_failf(err, sub, "must be an integer >= 0");
         }
     }
     uint64_t nid = (uint64_t)YAJL_GET_INTEGER(ref->u.array.values[0]);
@@ -307,17 +263,19 @@ static tlsan_status read_ref(const graph *g, yajl_val ref, size_t limit, const c
     if (nid >= limit) {
         snprintf(sub, sizeof sub, "%s[0]", where);
         if (limit == g->n_nodes)
-            return failf(err, sub, "node id %" PRIu64 " is out of range (the graph has %zu nodes)",
-                         nid, g->n_nodes);
-        return failf(err, sub,
-                     "node id %" PRIu64 " is not an earlier node (nodes run in order; expected "
-                     "0..%zu)",
-                     nid, limit - 1);
+            return error_failf(err, sub,
+                               "node id %" PRIu64 " is out of range (the graph has %zu nodes)", nid,
+                               g->n_nodes);
+        return error_failf(err, sub,
+                           "node id %" PRIu64
+                           " is not an earlier node (nodes run in order; expected "
+                           "0..%zu)",
+                           nid, limit - 1);
     }
     if (out >= g->nodes[nid].n_outputs) {
         snprintf(sub, sizeof sub, "%s[1]", where);
-        return failf(err, sub, "node %" PRIu64 " has %zu outputs, no output %" PRIu64, nid,
-                     g->nodes[nid].n_outputs, out);
+        return error_failf(err, sub, "node %" PRIu64 " has %zu outputs, no output %" PRIu64, nid,
+                           g->nodes[nid].n_outputs, out);
     }
     *entry = g->nodes[nid].first_entry + (size_t)out;
     return TLSAN_OK;
@@ -340,9 +298,9 @@ static tlsan_status read_inputs_and_heads(graph *g, tlsan_error *err)
     }
     yajl_val heads = member(g->root, "heads");
     if (!heads)
-        return fail(err, "a TVM graph needs 'heads' (an array of outputs)", "heads");
+        return error_fail(err, "a TVM graph needs 'heads' (an array of outputs)", "heads");
     if (!YAJL_IS_ARRAY(heads))
-        return fail(err, "'heads' must be an array", "heads");
+        return error_fail(err, "'heads' must be an array", "heads");
     for (size_t k = 0; k < heads->u.array.len; k++) {
         size_t e;
         snprintf(where, sizeof where, "heads[%zu]", k);
@@ -360,24 +318,24 @@ static tlsan_status read_entry_list(const graph *g, yajl_val attrs, const char *
 {
     yajl_val v = member(attrs, key);
     if (!v)
-        return failf(err, "attrs", "a TVM graph needs attrs.%s ([\"%s\", [...]])", key, tag);
+        return error_failf(err, "attrs", "a TVM graph needs attrs.%s ([\"%s\", [...]])", key, tag);
     if (!YAJL_IS_ARRAY(v) || v->u.array.len != 2 || !YAJL_IS_STRING(v->u.array.values[0]) ||
         !YAJL_IS_ARRAY(v->u.array.values[1])) {
         char where[64];
         snprintf(where, sizeof where, "attrs.%s", key);
-        return failf(err, where, "expected [\"%s\", [...]]", tag);
+        return error_failf(err, where, "expected [\"%s\", [...]]", tag);
     }
     if (strcmp(str_of(v->u.array.values[0]), tag) != 0) {
         char where[64];
         snprintf(where, sizeof where, "attrs.%s[0]", key);
-        return failf(err, where, "expected the tag \"%s\"", tag);
+        return error_failf(err, where, "expected the tag \"%s\"", tag);
     }
     yajl_val list = v->u.array.values[1];
     if (list->u.array.len != g->n_entries) {
         char where[64];
         snprintf(where, sizeof where, "attrs.%s[1]", key);
-        return failf(err, where, "%zu values for %zu entries (one per node output)",
-                     list->u.array.len, g->n_entries);
+        return error_failf(err, where, "%zu values for %zu entries (one per node output)",
+                           list->u.array.len, g->n_entries);
     }
     *out = list;
     return TLSAN_OK;
@@ -408,9 +366,9 @@ static tlsan_status read_attrs(graph *g, tlsan_error *err)
 {
     yajl_val attrs = member(g->root, "attrs");
     if (!attrs)
-        return fail(err, "a TVM graph needs 'attrs' (storage_id, shape, dltype)", "attrs");
+        return error_fail(err, "a TVM graph needs 'attrs' (storage_id, shape, dltype)", "attrs");
     if (!YAJL_IS_OBJECT(attrs))
-        return fail(err, "'attrs' must be an object", "attrs");
+        return error_fail(err, "'attrs' must be an object", "attrs");
     yajl_val sids, shapes, dlts;
     tlsan_status st;
     if ((st = read_entry_list(g, attrs, "storage_id", "list_int", &sids, err)) ||
@@ -421,27 +379,28 @@ static tlsan_status read_attrs(graph *g, tlsan_error *err)
     for (size_t e = 0; e < g->n_entries; e++) {
         yajl_val s = shapes->u.array.values[e];
         if (!YAJL_IS_ARRAY(s))
-            return fail(err, "a shape must be an array of extents", "attrs.shape[1][%zu]", e);
+            return error_fail(err, "a shape must be an array of extents", "attrs.shape[1][%zu]", e);
         n_extents += s->u.array.len;
     }
     g->shapes = malloc((n_extents ? n_extents : 1) * sizeof *g->shapes);
     if (!g->shapes)
-        return nomem(err);
+        return error_nomem(err);
     for (size_t e = 0; e < g->n_entries; e++) {
         tvm_entry *en = &g->entries[e];
         uint64_t sid;
         if (!get_u64(sids->u.array.values[e], &sid) || sid > INT64_MAX)
-            return fail(err, "a storage id must be an integer >= 0", "attrs.storage_id[1][%zu]", e);
+            return error_fail(err, "a storage id must be an integer >= 0",
+                              "attrs.storage_id[1][%zu]", e);
         en->storage_id = (int64_t)sid;
 
         yajl_val dl = dlts->u.array.values[e];
         if (!YAJL_IS_STRING(dl))
-            return fail(err, "a dltype must be a string", "attrs.dltype[1][%zu]", e);
+            return error_fail(err, "a dltype must be a string", "attrs.dltype[1][%zu]", e);
         en->dtype = dtype_of_dltype(str_of(dl));
         if (en->dtype == TLSAN_DTYPE_NONE) {
             char where[64];
             snprintf(where, sizeof where, "attrs.dltype[1][%zu]", e);
-            return failf(err, where, "unknown dltype '%s'", str_of(dl));
+            return error_failf(err, where, "unknown dltype '%s'", str_of(dl));
         }
 
         yajl_val s = shapes->u.array.values[e];
@@ -452,12 +411,12 @@ static tlsan_status read_attrs(graph *g, tlsan_error *err)
         for (size_t k = 0; k < s->u.array.len; k++) {
             uint64_t d;
             if (!get_u64(s->u.array.values[k], &d) || d > INT64_MAX)
-                return fail(err, "an extent must be an integer >= 0", "attrs.shape[1][%zu][%zu]", e,
-                            k);
+                return error_fail(err, "an extent must be an integer >= 0",
+                                  "attrs.shape[1][%zu][%zu]", e, k);
             g->shapes[g->n_shapes++] = d;
             if (d != 0 && bytes > INT64_MAX / d)
-                return fail(err, "the shape needs more than 2^63-1 bytes", "attrs.shape[1][%zu]",
-                            e);
+                return error_fail(err, "the shape needs more than 2^63-1 bytes",
+                                  "attrs.shape[1][%zu]", e);
             bytes *= d;
         }
         en->bytes = bytes;
@@ -504,7 +463,7 @@ static tlsan_status name_entries(graph *g, tlsan_error *err)
     size_t n = g->n_nodes > g->n_entries ? g->n_nodes : g->n_entries;
     name_ref *refs = malloc((n ? n : 1) * sizeof *refs);
     if (!refs)
-        return nomem(err);
+        return error_nomem(err);
     for (size_t i = 0; i < g->n_nodes; i++)
         refs[i] = (name_ref){g->nodes[i].name, i};
     qsort(refs, g->n_nodes, sizeof *refs, cmp_name_ref);
@@ -517,7 +476,7 @@ static tlsan_status name_entries(graph *g, tlsan_error *err)
         tvm_entry *en = &g->entries[e];
         en->name = entry_name(&g->nodes[en->node], en->node, en->output);
         if (!en->name) {
-            st = nomem(err);
+            st = error_nomem(err);
             goto out;
         }
         refs[e] = (name_ref){en->name, e};
@@ -529,10 +488,11 @@ static tlsan_status name_entries(graph *g, tlsan_error *err)
             const tvm_entry *b = &g->entries[refs[i].index];
             char where[64];
             snprintf(where, sizeof where, "nodes[%zu].name", b->node);
-            st = failf(err, where,
-                       "entry name '%s' (output %zu of node %zu) is also the name of output %zu "
-                       "of node %zu",
-                       b->name, b->output, b->node, a->output, a->node);
+            st = error_failf(
+                err, where,
+                "entry name '%s' (output %zu of node %zu) is also the name of output %zu "
+                "of node %zu",
+                b->name, b->output, b->node, a->output, a->node);
             goto out;
         }
 out:
@@ -572,7 +532,7 @@ static tlsan_status lay_out(graph *g, tlsan_error *err)
     g->slot_offset = malloc((g->n_entries ? g->n_entries : 1) * sizeof *g->slot_offset);
     if (!refs || !g->slot_offset) {
         free(refs);
-        return nomem(err);
+        return error_nomem(err);
     }
     for (size_t e = 0; e < g->n_entries; e++)
         refs[e] = (sid_ref){g->entries[e].storage_id, e};
@@ -594,7 +554,7 @@ static tlsan_status lay_out(graph *g, tlsan_error *err)
         g->slot_offset[g->n_slots++] = offset;
         uint64_t padded = (bytes + SLOT_ALIGN_BYTES - 1) / SLOT_ALIGN_BYTES * SLOT_ALIGN_BYTES;
         if (bytes > INT64_MAX - SLOT_ALIGN_BYTES || offset > INT64_MAX - padded) {
-            st = fail(err, "the storage buffers together exceed 2^63-1 bytes", "attrs.shape");
+            st = error_fail(err, "the storage buffers together exceed 2^63-1 bytes", "attrs.shape");
             goto out;
         }
         offset += padded;
@@ -640,7 +600,7 @@ static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t nod
                  err->where);
         char where[64];
         snprintf(where, sizeof where, "nodes[%zu]", node);
-        return failf(err, where, "%s", what);
+        return error_failf(err, where, "%s", what);
     }
     return st;
 }
@@ -658,11 +618,11 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
             max_names = g->nodes[i].n_inputs + g->nodes[i].n_outputs;
     const char **names = malloc(max_names * sizeof *names);
     if (!p || !names || name_status != 0) {
-        st = nomem(err);
+        st = error_nomem(err);
         goto out;
     }
     if (name && (st = tlsan_plan_set_name(p, name)) != TLSAN_OK) {
-        st = nomem(err);
+        st = error_nomem(err);
         goto out;
     }
     tlsan_arena_desc arena = {ARENA_NAME, g->arena_bytes, SLOT_ALIGN_BYTES, NULL};
@@ -700,7 +660,7 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
         /* The op is named like the node: its first entry's name without ":0". */
         char *op_name = entry_name(nd, i, 0);
         if (!op_name) {
-            st = nomem(err);
+            st = error_nomem(err);
             goto out;
         }
         o.name = op_name;
@@ -778,7 +738,7 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
     depth_counter depth = {0, false, false};
     yajl_handle h = yajl_alloc(&depth_callbacks, NULL, &depth);
     if (!h)
-        return nomem(err);
+        return error_nomem(err);
     size_t at = json_bytes;
     yajl_status s = yajl_parse(h, (const unsigned char *)json, json_bytes);
     if (s != yajl_status_ok) {
@@ -800,7 +760,7 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
                 column++;
             }
         }
-        st = status_only(err, TLSAN_ERR_INVALID, "");
+        st = error_status(err, TLSAN_ERR_INVALID, "");
         if (err && depth.bad_text) {
             snprintf(err->what, sizeof err->what,
                      "a string that is not valid UTF-8 or holds a NUL character");
@@ -847,7 +807,7 @@ static tlsan_status apply_overrides(graph *g, const tvm_import_options *opt, tls
     for (size_t k = 0; k < opt->n_overrides; k++) {
         const tvm_storage_override *o = &opt->overrides[k];
         if (o->entry >= g->n_entries || o->storage_id < 0) {
-            status_only(err, TLSAN_ERR_ARG, "");
+            error_status(err, TLSAN_ERR_ARG, "");
             if (err)
                 snprintf(err->what, sizeof err->what,
                          "override %zu: entry %zu / storage id %" PRId64
@@ -875,7 +835,7 @@ tlsan_status tvm_import_buffer_ex(const char *json, size_t json_bytes, const cha
     /* yajl_tree wants a NUL-terminated string; the syntax pass has ruled out inner NULs. */
     text = malloc(json_bytes + 1);
     if (!text) {
-        st = nomem(err);
+        st = error_nomem(err);
         goto out;
     }
     if (json_bytes)
@@ -884,13 +844,13 @@ tlsan_status tvm_import_buffer_ex(const char *json, size_t json_bytes, const cha
     char parse_error[256];
     g.root = yajl_tree_parse(text, parse_error, sizeof parse_error);
     if (!g.root) {
-        st = status_only(err, TLSAN_ERR_INVALID, "");
+        st = error_status(err, TLSAN_ERR_INVALID, "");
         if (err)
             snprintf(err->what, sizeof err->what, "malformed JSON: %s", parse_error);
         goto out;
     }
     if (!YAJL_IS_OBJECT(g.root)) {
-        st = status_only(err, TLSAN_ERR_INVALID, "a TVM graph is a JSON object");
+        st = error_status(err, TLSAN_ERR_INVALID, "a TVM graph is a JSON object");
         goto out;
     }
     if ((st = read_nodes(&g, err)) || (st = read_row_ptr(&g, err)) ||
@@ -966,7 +926,7 @@ tlsan_status tlsan_import_tvm_file(const char *path, tlsan_plan **out, tlsan_err
         if (rd == TLSAN_ERR_NOMEM) {
             if (!is_stdin)
                 fclose(f);
-            return nomem(err);
+            return error_nomem(err);
         }
         if (rd != TLSAN_OK)
             saved_errno = errno ? errno : EIO;
@@ -974,7 +934,7 @@ tlsan_status tlsan_import_tvm_file(const char *path, tlsan_plan **out, tlsan_err
             fclose(f);
     }
     if (saved_errno) {
-        status_only(err, TLSAN_ERR_IO, "");
+        error_status(err, TLSAN_ERR_IO, "");
         if (err) {
             snprintf(err->file, sizeof err->file, "%s", path);
             snprintf(err->what, sizeof err->what, "cannot read: %s", strerror(saved_errno));
