@@ -33,6 +33,8 @@ typedef struct view_access {
                        derived lifetime on every path (judged approximate); else NULL */
 } view_access;
 
+enum { PAIR_BOTH, PAIR_CONFLICTS, PAIR_ORDER };
+
 typedef struct checker {
     const tlsan_plan *p;
     tlsan_report *r;
@@ -46,7 +48,9 @@ typedef struct checker {
     size_t n_decls;
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
-    bool conflicts_only;  /* pairs judge conflicts; order is judged per byte segment */
+    uint8_t pair_mode;    /* PAIR_*: what check_pair judges */
+    uint8_t *fixed;       /* per root: no conditional access (the same lifetime on every path) */
+    uint32_t *fixed_pos;  /* per segment position: rank among the segment's fixed tenants */
     uint8_t *link_ok;     /* per segment position: tenant i is ordered before tenant i+1 */
     size_t cap_link_ok;
     plan_stats *stats;
@@ -684,7 +688,8 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
 {
     checker *c = ctx;
     const tlsan_plan *p = c->p;
-    bool need_order = !c->oc.total && !c->conflicts_only;
+    bool need_conflict = c->pair_mode != PAIR_ORDER;
+    bool need_order = !c->oc.total && c->pair_mode != PAIR_CONFLICTS;
     uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
     size_t d0 = 0, nd = find_decls(c, lo, hi, &d0);
 
@@ -700,13 +705,13 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
                              ha.last > hb.last ? ha.last : hb.last);
         }
     }
-    bool conflict_done = false, order_done = !need_order;
+    bool conflict_done = !need_conflict, order_done = !need_order;
     paths_begin(c);
     do {
         life la = root_life(&c->ix, p, a, &c->ps), lb = root_life(&c->ix, p, b, &c->ps);
         if (life_intersect(la, lb)) {
             if (conflict_done || (nd && inplace_excused(c, d0, nd, a, la, lb)))
-                continue;
+                continue; /* (when only order is asked, conflict_done starts true) */
             conflict_done = true;
             /* Earlier-born first, so messages read "x is overwritten by y". */
             bool swap = lb.first < la.first ||
@@ -779,58 +784,87 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
     return 0;
 }
 
-/* ---- reuse order along tenant chains (one path) ---- */
+/* ---- reuse order along tenant chains ---- */
 
-/* The tenants of one byte segment, sorted by first step, on the only path. Ordering is
- * transitive (if every access of A happens before B's first access, and every access of B
- * before C's first, then every access of A before C's first, since B's first is one of B's
- * accesses), so only neighbours need a query: a pair is proven when every link between
- * them holds. Pairs that span a failing link are asked directly, and reported in the
- * segment where their shared bytes begin, so each is reported once. In a plan whose reuses
- * are ordered this is one query per tenant and segment. */
+/* Whether every path orders all of e's accesses before op lf, as far as a cheap query can
+ * tell: on the only path, any query; with branches, only the clocks' path-free answer. */
+static bool link_holds(checker *c, uint32_t e, uint32_t lf)
+{
+    uint32_t bad;
+    if (lf == NO_INDEX)
+        return true;
+    if (c->p->n_ifs == 0)
+        return order_forces(&c->oc, &c->ps, e, lf, &bad);
+    return order_known_all_paths(&c->oc, e, lf);
+}
+
+/* The tenants of one byte segment, sorted by first step. Ordering is transitive through a
+ * tenant that exists on every path with one lifetime (a "fixed" root, with no conditional
+ * access): if on a path every access of A happens before B's first access, and every
+ * access of B before C's first, then every access of A before C's first, since B's first is
+ * one of B's accesses. So neighbouring fixed tenants need one query each, a pair of fixed
+ * tenants is proven when every link between them holds, and only the other pairs are asked
+ * directly: pairs spanning a failing (or undecided) link, and pairs with a conditional
+ * tenant, judged path by path. A pair is reported in the segment where its shared bytes
+ * begin, so once. In a plan whose reuses are ordered this is one query per tenant and
+ * segment. */
 static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_t m)
 {
     checker *c = ctx;
     const tlsan_plan *p = c->p;
-    const life *h = c->ix.hull; /* exact: there is one path */
-    if (m - 1 > c->cap_link_ok) {
+    const life *h = c->ix.hull; /* exact for fixed tenants */
+    if (m > c->cap_link_ok) {
         uint8_t *nl = realloc(c->link_ok, m);
-        if (!nl)
+        if (nl)
+            c->link_ok = nl;
+        uint32_t *np = nl ? realloc(c->fixed_pos, 2 * m * sizeof *np) : NULL;
+        if (!nl || !np)
             return -1;
-        c->link_ok = nl;
-        c->cap_link_ok = m - 1;
+        c->fixed_pos = np;
+        c->cap_link_ok = m;
     }
-    for (size_t i = 0; i + 1 < m; i++) {
-        uint32_t e = r[i], l = r[i + 1], bad = NO_INDEX;
-        uint32_t lf = first_access(c, l);
-        c->link_ok[i] =
-            h[e].last < h[l].first && (lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad));
-    }
-    size_t last_failing = SIZE_MAX;
-    for (size_t k = 1; k < m; k++) {
-        if (!c->link_ok[k - 1])
-            last_failing = k - 1;
-        if (last_failing == SIZE_MAX)
-            continue; /* every link from any j < k to k holds */
+    /* fixed_at[f]: segment position of fixed tenant number f; other_at: the others */
+    uint32_t *fixed_at = c->fixed_pos, *other_at = c->fixed_pos + m;
+    size_t n_fixed = 0, n_other = 0;
+    c->pair_mode = PAIR_ORDER;
+    int rc = 0;
+    size_t last_failing = SIZE_MAX; /* the latest failing link before the current tenant */
+    for (size_t k = 0; k < m && rc == 0; k++) {
         uint32_t l = r[k];
-        uint32_t lf = first_access(c, l);
-        if (lf == NO_INDEX)
-            continue;
-        for (size_t j = 0; j <= last_failing; j++) {
-            uint32_t e = r[j], bad = NO_INDEX;
-            if (!(h[e].last < h[l].first))
-                continue; /* live at once: a conflict, judged by the sweep over steps */
+        bool lfix = c->fixed[l];
+        if (lfix && n_fixed > 0) {
+            /* link_ok[f]: fixed tenant f is ordered before fixed tenant f+1 on every path */
+            uint32_t e = r[fixed_at[n_fixed - 1]];
+            c->link_ok[n_fixed - 1] =
+                h[e].last < h[l].first && link_holds(c, e, first_access(c, l));
+            if (!c->link_ok[n_fixed - 1])
+                last_failing = n_fixed - 1;
+        }
+        /* Direct questions: the fixed tenants before a failing link (all of them when l is
+         * conditional), and every conditional tenant. */
+        size_t upto = lfix ? (last_failing == SIZE_MAX ? 0 : last_failing + 1) : n_fixed;
+        for (size_t q = 0; q < upto + n_other && rc == 0; q++) {
+            uint32_t e = r[q < upto ? fixed_at[q] : other_at[q - upto]];
             uint64_t se = p->tensors[e].offset_bytes, sl = p->tensors[l].offset_bytes;
             if ((se > sl ? se : sl) != seg_start)
-                continue; /* not where their shared bytes begin */
-            if (order_forces(&c->oc, &c->ps, e, lf, &bad))
+                continue; /* reported where their shared bytes begin */
+            if (lfix && c->fixed[e] && p->n_ifs == 0) {
+                uint32_t lf = first_access(c, l), bad = NO_INDEX;
+                if (!(h[e].last < h[l].first) || lf == NO_INDEX ||
+                    order_forces(&c->oc, &c->ps, e, lf, &bad))
+                    continue; /* a conflict (the sweep over steps judges it) or ordered */
+                rc = report_unordered(c, e, l, h[e], h[l], lf, bad);
                 continue;
-            int rc = report_unordered(c, e, l, h[e], h[l], lf, bad);
-            if (rc)
-                return rc;
+            }
+            rc = check_pair(c, e, l); /* path by path */
         }
+        if (lfix)
+            fixed_at[n_fixed++] = (uint32_t)k;
+        else
+            other_at[n_other++] = (uint32_t)k;
     }
-    return 0;
+    c->pair_mode = PAIR_CONFLICTS;
+    return rc;
 }
 
 /* ---- statistics ---- */
@@ -964,6 +998,8 @@ static void checker_free(checker *c)
     free(c->decls);
     free(c->path_buf);
     free(c->link_ok);
+    free(c->fixed);
+    free(c->fixed_pos);
     view_access_free(&c->views);
 }
 
@@ -1004,13 +1040,19 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
      * total; per byte segment along tenant chains when there is one path; else for every
      * pair that shares bytes, path by path. */
     int prc;
-    if (c.oc.total || p->n_ifs == 0) {
-        c.conflicts_only = true;
-        prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
-        if (prc == 0 && !c.oc.total)
-            prc = overlap_segments(p, &c.ix, check_segment, &c);
-    } else {
-        prc = overlap_byte_pairs(p, &c.ix, check_pair, &c);
+    c.pair_mode = PAIR_CONFLICTS;
+    prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
+    if (prc == 0 && !c.oc.total) {
+        c.fixed = malloc(p->n_tensors ? p->n_tensors : 1);
+        if (!c.fixed)
+            goto out;
+        for (uint32_t t = 0; t < p->n_tensors; t++) {
+            c.fixed[t] = 1;
+            for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1]; a++)
+                if (c.ix.rw[a] & ACC_COND)
+                    c.fixed[t] = 0;
+        }
+        prc = overlap_segments(p, &c.ix, check_segment, &c);
     }
     if (prc != 0)
         goto out;

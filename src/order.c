@@ -180,7 +180,7 @@ static int build_clocks(order_ctx *oc)
     uint32_t n = (uint32_t)p->n_ops;
     if (p->schedule == TLSAN_SCHEDULE_DATAFLOW && build_prev_write(oc) != 0)
         return -1;
-    if (p->n_ifs > 0 || n == 0)
+    if (n == 0)
         return 0;
     oc->chain = malloc((size_t)n * sizeof *oc->chain);
     oc->seq = malloc((size_t)n * sizeof *oc->seq);
@@ -336,6 +336,30 @@ static void sequential_preds(walk *w, uint32_t x)
 static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                       uint32_t *bad_op);
 
+/* The clocks describe the graph where every op runs. A query whose steps lo..late_first hold
+ * no conditional op has the same answer on every path: a happens-before path between two
+ * ops never leaves the steps between them, and there every op and every edge is the same on
+ * all paths (an edge from before lo cannot lead back to an op at or after lo). */
+static bool clocks_answer(const order_ctx *oc, uint32_t lo, uint32_t late_first)
+{
+    return oc->vc && oc->ix->cond_ops_prefix[late_first + 1] == oc->ix->cond_ops_prefix[lo];
+}
+
+/* The clock query: every access of `early` before late_first happens before it. */
+static bool clocks_order(const order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op)
+{
+    const access_index *ix = oc->ix;
+    const uint32_t *v = oc->vc + (size_t)late_first * oc->width;
+    for (uint32_t a = ix->start[early]; a < ix->start[early + 1] && ix->op[a] < late_first; a++) {
+        uint32_t y = ix->op[a];
+        if (v[oc->chain[y]] < oc->seq[y]) {
+            *bad_op = y;
+            return false;
+        }
+    }
+    return true;
+}
+
 bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                   uint32_t *bad_op)
 {
@@ -343,17 +367,8 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
     uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
     if (oc->total || a0 == a1)
         return true;
-    if (oc->vc) {
-        const uint32_t *v = oc->vc + (size_t)late_first * oc->width;
-        for (uint32_t a = a0; a < a1 && ix->op[a] < late_first; a++) {
-            uint32_t y = ix->op[a];
-            if (v[oc->chain[y]] < oc->seq[y]) {
-                *bad_op = y;
-                return false;
-            }
-        }
-        return true;
-    }
+    if (clocks_answer(oc, ix->op[a0], late_first))
+        return clocks_order(oc, early, late_first, bad_op);
     return walk_back(oc, ps, early, late_first, bad_op);
 }
 
@@ -406,7 +421,20 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
 
 bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op)
 {
-    if (oc->total || oc->ix->start[early] == oc->ix->start[early + 1])
+    const access_index *ix = oc->ix;
+    if (oc->total || ix->start[early] == ix->start[early + 1])
         return true;
+    if (clocks_answer(oc, ix->op[ix->start[early]], late_first))
+        return clocks_order(oc, early, late_first, bad_op);
     return walk_back(oc, NULL, early, late_first, bad_op);
+}
+
+bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first)
+{
+    const access_index *ix = oc->ix;
+    uint32_t bad;
+    if (oc->total || ix->start[early] == ix->start[early + 1])
+        return true;
+    return clocks_answer(oc, ix->op[ix->start[early]], late_first) &&
+           clocks_order(oc, early, late_first, &bad);
 }

@@ -60,4 +60,9 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
  * reported as approximate). Used when a pair has too many paths to enumerate. */
 bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op);
 
+/* True when the clocks alone prove, for every path at once, that every access of `early`
+ * happens before op `late_first` (no conditional op between them); false when they cannot
+ * tell or the answer is no. Never walks the graph. */
+bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first);
+
 #endif
