@@ -1,5 +1,7 @@
 #include "error.h"
 
+#include "utf8.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,8 @@ tlsan_status error_fail(tlsan_error *err, const char *what, const char *where_fm
         vsnprintf(err->where, sizeof err->where, where_fmt, ap);
         va_end(ap);
         snprintf(err->what, sizeof err->what, "%s", what);
+        utf8_trim_partial(err->where);
+        utf8_trim_partial(err->what);
     }
     return TLSAN_ERR_INVALID;
 }
@@ -26,6 +30,8 @@ tlsan_status error_failf(tlsan_error *err, const char *where, const char *what_f
         va_start(ap, what_fmt);
         vsnprintf(err->what, sizeof err->what, what_fmt, ap);
         va_end(ap);
+        utf8_trim_partial(err->where);
+        utf8_trim_partial(err->what);
     }
     return TLSAN_ERR_INVALID;
 }

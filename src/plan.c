@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include "error.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -60,6 +61,7 @@ char *tlsan_error_format(const tlsan_error *err, char *buf, size_t buf_bytes)
         snprintf(buf, buf_bytes, "%s: %s: %s", file, err->where, err->what);
     else
         snprintf(buf, buf_bytes, "%s: %s", file, err->what);
+    utf8_trim_partial(buf);
     return buf;
 }
 

@@ -223,6 +223,7 @@ typedef struct plan_ctx {
 enum { DOC_UNKNOWN, DOC_PLAN, DOC_CACHE };
 
 typedef struct reader {
+    json_escape_scan escapes; /* surrogate pairing of unicode escapes, on the raw text */
     yajl_alloc_funcs af;
     reader_options opt;
     yajl_handle h;
@@ -369,6 +370,8 @@ static bool fail_at(reader *r, size_t depth, const char *suffix, bool any_side, 
     va_start(ap, fmt);
     vsnprintf(r->tmp.what, sizeof r->tmp.what, fmt, ap);
     va_end(ap);
+    utf8_trim_partial(r->tmp.where);
+    utf8_trim_partial(r->tmp.what);
     raise_error(r, depth, TLSAN_ERR_INVALID, any_side);
     return false;
 }
@@ -1504,6 +1507,19 @@ static void place_error(reader *r, const unsigned char *p, size_t n)
 
 static bool feed(reader *r, const unsigned char *p, size_t n)
 {
+    size_t bad = json_escapes_feed(&r->escapes, (const char *)p, n);
+    if (bad != SIZE_MAX) {
+        place_error(r, p, bad + 1);
+        memset(&r->tmp, 0, sizeof r->tmp);
+        snprintf(r->tmp.file, sizeof r->tmp.file, "%s", r->label);
+        r->tmp.line = r->line;
+        r->tmp.column = r->column;
+        snprintf(r->tmp.what, sizeof r->tmp.what,
+                 "a \\u escape with an unpaired UTF-16 surrogate (not a character)");
+        r->st = TLSAN_ERR_INVALID;
+        r->e = r->tmp;
+        return false;
+    }
     yajl_status ys = yajl_parse(r->h, p, n);
     if (ys == yajl_status_ok) {
         advance(r, p, n);

@@ -736,6 +736,27 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
         .yajl_map_key = check_text,
     };
     depth_counter depth = {0, false, false};
+    json_escape_scan esc = {0};
+    size_t bad = json_escapes_feed(&esc, json, json_bytes);
+    if (bad != SIZE_MAX) {
+        int line = 1, column = 1;
+        for (size_t i = 0; i < bad; i++) {
+            if (json[i] == '\n') {
+                line++;
+                column = 1;
+            } else if (((unsigned char)json[i] & 0xC0) != 0x80) {
+                column++;
+            }
+        }
+        tlsan_status st =
+            error_status(err, TLSAN_ERR_INVALID,
+                         "a \\u escape with an unpaired UTF-16 surrogate (not a character)");
+        if (err) {
+            err->line = line;
+            err->column = column;
+        }
+        return st;
+    }
     yajl_handle h = yajl_alloc(&depth_callbacks, NULL, &depth);
     if (!h)
         return error_nomem(err);

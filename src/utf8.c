@@ -1,5 +1,8 @@
 #include "utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
 bool utf8_valid_text(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -42,4 +45,86 @@ bool utf8_valid_text(const char *str, size_t len)
         i += n + 1;
     }
     return true;
+}
+
+enum { ESC_OUT, ESC_IN, ESC_BACKSLASH, ESC_HEX };
+
+static int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t json_escapes_feed(json_escape_scan *s, const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        switch (s->state) {
+        case ESC_OUT:
+            if (c == '"')
+                s->state = ESC_IN;
+            break;
+        case ESC_IN:
+            if (c == '\\') {
+                s->state = ESC_BACKSLASH;
+                break;
+            }
+            if (s->pending_high)
+                return i; /* a high surrogate not followed by an escape */
+            if (c == '"')
+                s->state = ESC_OUT;
+            break;
+        case ESC_BACKSLASH:
+            if (c == 'u') {
+                s->state = ESC_HEX;
+                s->hex_left = 4;
+                s->code = 0;
+            } else {
+                if (s->pending_high)
+                    return i; /* a high surrogate followed by another escape */
+                s->state = ESC_IN;
+            }
+            break;
+        case ESC_HEX: {
+            int v = hex_value(c);
+            if (v < 0) { /* not JSON: the parser will say so */
+                s->state = ESC_IN;
+                s->pending_high = 0;
+                break;
+            }
+            s->code = s->code * 16 + (unsigned)v;
+            if (--s->hex_left > 0)
+                break;
+            s->state = ESC_IN;
+            bool high = s->code >= 0xD800 && s->code <= 0xDBFF;
+            bool low = s->code >= 0xDC00 && s->code <= 0xDFFF;
+            if (s->pending_high != low)
+                return i; /* a low surrogate alone, or a high one not followed by a low */
+            s->pending_high = high;
+            break;
+        }
+        }
+    }
+    return SIZE_MAX;
+}
+
+void utf8_trim_partial(char *s)
+{
+    size_t len = strlen(s);
+    size_t i = len, cont = 0;
+    while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    if (need > cont)
+        s[i - 1] = '\0'; /* the last character lost its tail */
 }

@@ -46,11 +46,60 @@ static void ill_formed(void **state)
     assert_false(utf8_valid_text("a\0b", 3)); /* NUL is no text here */
 }
 
+/* Feeds text in chunks of `step` bytes; returns the absolute offset of the reported byte. */
+static size_t scan(const char *text, size_t step)
+{
+    json_escape_scan s = {0};
+    size_t len = strlen(text);
+    for (size_t at = 0; at < len; at += step) {
+        size_t n = len - at < step ? len - at : step;
+        size_t bad = json_escapes_feed(&s, text + at, n);
+        if (bad != SIZE_MAX)
+            return at + bad;
+    }
+    return SIZE_MAX;
+}
+
+static void surrogate_escapes(void **state)
+{
+    (void)state;
+    for (size_t step = 1; step <= 64; step++) {
+        assert_int_equal(scan("{\"a\":\"\\ud83d\\ude00\"}", step), SIZE_MAX); /* a pair */
+        assert_int_equal(scan("{\"a\":\"\\u0041\\n\\\"\"}", step), SIZE_MAX);
+        assert_int_equal(scan("[\"\\ud800\"]", step), 8);         /* ends unpaired */
+        assert_int_equal(scan("[\"\\udc00\"]", step), 7);         /* a low one alone */
+        assert_int_equal(scan("[\"\\ud800\\u0041\"]", step), 13); /* high, then no low */
+        assert_int_equal(scan("[\"\\ud800\\n\"]", step), 9);      /* high, then \\n */
+        assert_int_equal(scan("[\"\\ud800x\"]", step), 8);        /* high, then a char */
+        /* outside strings nothing is an escape */
+        assert_int_equal(scan("[1, 2]", step), SIZE_MAX);
+    }
+}
+
+static void trim_partial(void **state)
+{
+    (void)state;
+    char a[] = "x\xc3\xa9\xc3"; /* a complete e-acute, then a cut one */
+    utf8_trim_partial(a);
+    assert_string_equal(a, "x\xc3\xa9");
+    char b[] = "x\xe2\x82"; /* a cut euro sign */
+    utf8_trim_partial(b);
+    assert_string_equal(b, "x");
+    char c[] = "x\xf0\x9f\x98\x80"; /* complete: unchanged */
+    utf8_trim_partial(c);
+    assert_string_equal(c, "x\xf0\x9f\x98\x80");
+    char d[] = "plain";
+    utf8_trim_partial(d);
+    assert_string_equal(d, "plain");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(well_formed),
         cmocka_unit_test(ill_formed),
+        cmocka_unit_test(surrogate_escapes),
+        cmocka_unit_test(trim_partial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
