@@ -223,7 +223,8 @@ typedef struct plan_ctx {
 enum { DOC_UNKNOWN, DOC_PLAN, DOC_CACHE };
 
 typedef struct reader {
-    json_escape_scan escapes; /* surrogate pairing of unicode escapes, on the raw text */
+    json_escape_scan escapes;   /* surrogate pairing of unicode escapes, on the raw text */
+    size_t field_len[F_COUNT_]; /* strlen of each field name */
     yajl_alloc_funcs af;
     reader_options opt;
     yajl_handle h;
@@ -510,8 +511,8 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
             allowed &= ~PLAN_CONTENT;
     }
     for (int f = 1; f < F_COUNT_; f++)
-        if ((allowed & FB(f)) && field_names[f][0] == s[0] &&
-            strnlen(field_names[f], len + 1) == len && memcmp(field_names[f], s, len) == 0)
+        if ((allowed & FB(f)) && field_names[f][0] == s[0] && r->field_len[f] == len &&
+            memcmp(field_names[f], s, len) == 0)
             return (field)f;
     return F_UNKNOWN;
 }
@@ -1553,6 +1554,8 @@ static tlsan_status reader_init(reader *r, const char *label, const reader_optio
     r->label = label ? label : "";
     r->line = r->column = 1;
     r->cur = &r->doc;
+    for (int f = 0; f < F_COUNT_; f++)
+        r->field_len[f] = strlen(field_names[f]);
     /* yajl 2.1 does not check its own allocations, so it always gets the real malloc;
      * a failing test allocator would only crash it. */
     r->h = yajl_alloc(&callbacks, NULL, r);

@@ -3,16 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t strtab_hash(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 void strtab_init(strtab *t)
 {
     memset(t, 0, sizeof *t);

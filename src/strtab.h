@@ -23,7 +23,15 @@ typedef struct strtab {
 } strtab;
 
 /* FNV-1a over len bytes: names are short, so a simple byte hash is as fast as any. */
-uint64_t strtab_hash(const char *s, size_t len);
+static inline uint64_t strtab_hash(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
 
 void strtab_init(strtab *t);
 void strtab_free(strtab *t);

@@ -47,7 +47,7 @@ bool utf8_valid_text(const char *str, size_t len)
     return true;
 }
 
-enum { ESC_OUT, ESC_IN, ESC_BACKSLASH, ESC_HEX };
+enum { ESC_TEXT, ESC_BACKSLASH, ESC_HEX };
 
 static int hex_value(unsigned char c)
 {
@@ -60,25 +60,29 @@ static int hex_value(unsigned char c)
     return -1;
 }
 
+/* Only backslashes start escapes (and JSON allows them only in strings), so the scan jumps
+ * from one backslash to the next with memchr: it costs little on plans with few escapes. */
 size_t json_escapes_feed(json_escape_scan *s, const char *buf, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    size_t i = 0;
+    while (i < len) {
         unsigned char c = (unsigned char)buf[i];
         switch (s->state) {
-        case ESC_OUT:
-            if (c == '"')
-                s->state = ESC_IN;
-            break;
-        case ESC_IN:
-            if (c == '\\') {
+        case ESC_TEXT: {
+            if (s->pending_high) {
+                if (c != '\\')
+                    return i; /* a high surrogate not followed by an escape */
                 s->state = ESC_BACKSLASH;
+                i++;
                 break;
             }
-            if (s->pending_high)
-                return i; /* a high surrogate not followed by an escape */
-            if (c == '"')
-                s->state = ESC_OUT;
+            const char *b = memchr(buf + i, '\\', len - i);
+            if (!b)
+                return SIZE_MAX;
+            i = (size_t)(b - buf) + 1;
+            s->state = ESC_BACKSLASH;
             break;
+        }
         case ESC_BACKSLASH:
             if (c == 'u') {
                 s->state = ESC_HEX;
@@ -87,24 +91,26 @@ size_t json_escapes_feed(json_escape_scan *s, const char *buf, size_t len)
             } else {
                 if (s->pending_high)
                     return i; /* a high surrogate followed by another escape */
-                s->state = ESC_IN;
+                s->state = ESC_TEXT;
             }
+            i++;
             break;
         case ESC_HEX: {
             int v = hex_value(c);
             if (v < 0) { /* not JSON: the parser will say so */
-                s->state = ESC_IN;
+                s->state = ESC_TEXT;
                 s->pending_high = 0;
                 break;
             }
+            i++;
             s->code = s->code * 16 + (unsigned)v;
             if (--s->hex_left > 0)
                 break;
-            s->state = ESC_IN;
+            s->state = ESC_TEXT;
             bool high = s->code >= 0xD800 && s->code <= 0xDBFF;
             bool low = s->code >= 0xDC00 && s->code <= 0xDFFF;
             if (s->pending_high != low)
-                return i; /* a low surrogate alone, or a high one not followed by a low */
+                return i - 1; /* a low surrogate alone, or a high one not followed by a low */
             s->pending_high = high;
             break;
         }

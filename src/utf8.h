@@ -20,7 +20,7 @@ void utf8_trim_partial(char *s);
  * could become one; the raw text is scanned before yajl sees it. The scanner keeps its
  * state across chunks. */
 typedef struct json_escape_scan {
-    unsigned char state; /* outside a string, in it, after '\\', in the hex of \u */
+    unsigned char state; /* in text, after a backslash, or in the hex digits of an escape */
     unsigned char hex_left;
     unsigned char pending_high; /* a high surrogate waits for its low half */
     unsigned code;
