@@ -96,6 +96,9 @@ void report_gen_pair_i64(report_gen *j, int64_t a, int64_t b);
 void report_gen_pair_u64(report_gen *j, uint64_t a, uint64_t b);
 /* The finding's optional fields shared by JSON and SARIF: "steps", "bytes", "path",
  * "lifetimes", "ops", "approximate" (keys and values, inside an open map). */
+/* "plans": [label, other plan's label] of a cache-key-collision; nothing for others. */
+void report_gen_plan_pair(report_gen *j, const tlsan_report *r, const tlsan_finding *f,
+                          const char *label);
 void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f);
 
 #endif

@@ -152,6 +152,20 @@ static bool repeated_name(const tlsan_finding *f, size_t i)
     return false;
 }
 
+void report_gen_plan_pair(report_gen *j, const tlsan_report *r, const tlsan_finding *f,
+                          const char *label)
+{
+    if (f->other_plan_index < 0 || (uint64_t)f->other_plan_index >= r->n_plans)
+        return;
+    char buf[48];
+    const char *other = report_plan_label(r, (size_t)f->other_plan_index, buf, sizeof buf);
+    report_gen_str(j, "plans");
+    report_gen_open_array(j);
+    report_gen_str(j, label ? label : "plans[0]");
+    report_gen_str(j, other ? other : "");
+    report_gen_close_array(j);
+}
+
 void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f)
 {
     const tlsan_plan *p = report_plan_of(r, f);
@@ -248,15 +262,7 @@ static void gen_finding(report_gen *j, const tlsan_report *r, const tlsan_findin
         report_gen_str(j, "plan");
         report_gen_str(j, label);
     }
-    if (f->other_plan_index >= 0 && (uint64_t)f->other_plan_index < r->n_plans) {
-        char buf2[48];
-        const char *other = report_plan_label(r, (size_t)f->other_plan_index, buf2, sizeof buf2);
-        report_gen_str(j, "plans");
-        report_gen_open_array(j);
-        report_gen_str(j, label ? label : "plans[0]");
-        report_gen_str(j, other ? other : "");
-        report_gen_close_array(j);
-    }
+    report_gen_plan_pair(j, r, f, label);
     report_gen_finding_details(j, r, f);
     gen_stacks(j, r, f);
     report_gen_close_map(j);

@@ -132,15 +132,7 @@ static void gen_result(report_gen *j, const tlsan_report *r, const tlsan_finding
         report_gen_str(j, "plan");
         report_gen_str(j, plan);
     }
-    if (f->other_plan_index >= 0 && (uint64_t)f->other_plan_index < r->n_plans) {
-        char buf2[48];
-        const char *other = report_plan_label(r, (size_t)f->other_plan_index, buf2, sizeof buf2);
-        report_gen_str(j, "plans");
-        report_gen_open_array(j);
-        report_gen_str(j, plan ? plan : "plans[0]");
-        report_gen_str(j, other ? other : "");
-        report_gen_close_array(j);
-    }
+    report_gen_plan_pair(j, r, f, plan);
     report_gen_str(j, "tensors");
     report_gen_open_array(j);
     for (size_t i = 0; i < f->n_tensors; i++)

@@ -11,15 +11,6 @@
 #include "lifetime.h"
 #include "support/tcheck.h"
 
-static uint32_t tensor(const tlsan_plan *p, const char *name)
-{
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (strcmp(strtab_str(&p->strings, p->tensors[t].name), name) == 0)
-            return t;
-    fail_msg("no tensor %s", name);
-    return 0;
-}
-
 /* Accesses through views land on the root, merged per op, in step order. */
 static void index_merges_views(void **state)
 {
@@ -34,7 +25,7 @@ static void index_merges_views(void **state)
         "{'name':'g','reads':['v','r'],'writes':['vv']}]}");
     access_index ix;
     assert_int_equal(access_index_build(&ix, p), 0);
-    uint32_t r = tensor(p, "r");
+    uint32_t r = tcheck_tensor(p, "r");
     assert_int_equal(ix.start[r + 1] - ix.start[r], 2);
     assert_int_equal(ix.op[ix.start[r]], 0);
     assert_int_equal(ix.rw[ix.start[r]], ACC_WRITE);
@@ -43,7 +34,7 @@ static void index_merges_views(void **state)
     /* the output flag of vv holds for r: live to step n = 2 */
     assert_int_equal(ix.must[r].first, 0);
     assert_int_equal(ix.must[r].last, 2);
-    assert_int_equal(p->tensors[tensor(p, "vv")].abs_offset_bytes, 64 + 64 + 32);
+    assert_int_equal(p->tensors[tcheck_tensor(p, "vv")].abs_offset_bytes, 64 + 64 + 32);
     access_index_free(&ix);
     tlsan_plan_free(p);
 }
@@ -64,7 +55,7 @@ static void per_path_lifetimes(void **state)
         "{'name':'late','reads':['t'],'writes':['y'],'branch':{'if':'c','arm':'b'}}]}");
     access_index ix;
     assert_int_equal(access_index_build(&ix, p), 0);
-    uint32_t t = tensor(p, "t");
+    uint32_t t = tcheck_tensor(p, "t");
     uint32_t a = ix.start[t];
     assert_false(ix.rw[a + 1] & ACC_RELEVANT); /* m at step 1: inside [0, 2] */
     assert_true(ix.rw[a + 3] & ACC_RELEVANT);  /* late at step 3 */
@@ -108,13 +99,13 @@ static void loop_rule(void **state)
     access_index ix;
     assert_int_equal(access_index_build(&ix, p), 0);
     path_state ps = {.plan = p};
-    life c = root_life(&ix, p, tensor(p, "carried"), &ps);
+    life c = root_life(&ix, p, tcheck_tensor(p, "carried"), &ps);
     assert_int_equal(c.first, 2);
     assert_int_equal(c.last, 5);
-    life lo = root_life(&ix, p, tensor(p, "local"), &ps);
+    life lo = root_life(&ix, p, tcheck_tensor(p, "local"), &ps);
     assert_int_equal(lo.first, 1); /* accessed before the loop: the whole body */
     assert_int_equal(lo.last, 5);
-    life pr = root_life(&ix, p, tensor(p, "pre"), &ps);
+    life pr = root_life(&ix, p, tcheck_tensor(p, "pre"), &ps);
     assert_int_equal(pr.first, 0);
     assert_int_equal(pr.last, 5);
     access_index_free(&ix);

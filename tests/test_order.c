@@ -10,15 +10,6 @@
 #include "order.h"
 #include "support/tcheck.h"
 
-static uint32_t tensor(const tlsan_plan *p, const char *name)
-{
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (strcmp(strtab_str(&p->strings, p->tensors[t].name), name) == 0)
-            return t;
-    fail_msg("no tensor %s", name);
-    return 0;
-}
-
 /* Three streams: s1 records after writing a, s2 waits and reads a, s3 never syncs. */
 #define STREAMS_PLAN                                                                               \
     "{'tlsan_plan':1,'arenas':[{'name':'m','bytes':4096}],'tensors':["                             \
@@ -47,14 +38,14 @@ static void sequential_edges(void **state)
     path_state ps = {.plan = p};
     uint32_t bad = 0;
     /* a's accesses (0 write, 4 read) before 5? 0 -> rec -> wt -> 4 -> 5 by program order */
-    assert_true(order_forces(&oc, &ps, tensor(p, "a"), 5, &bad));
+    assert_true(order_forces(&oc, &ps, tcheck_tensor(p, "a"), 5, &bad));
     /* c's write at 2 (stream s3) before 4 (s2)? no edge from s3 into s2 before step 5 */
-    assert_false(order_forces(&oc, &ps, tensor(p, "c"), 4, &bad));
+    assert_false(order_forces(&oc, &ps, tcheck_tensor(p, "c"), 4, &bad));
     assert_int_equal(bad, 2);
     /* ... but `after` makes 2 happen before 5 */
-    assert_true(order_forces(&oc, &ps, tensor(p, "c"), 5, &bad));
+    assert_true(order_forces(&oc, &ps, tcheck_tensor(p, "c"), 5, &bad));
     /* and the barrier orders everything before 7 */
-    assert_true(order_forces(&oc, &ps, tensor(p, "b"), 7, &bad));
+    assert_true(order_forces(&oc, &ps, tcheck_tensor(p, "b"), 7, &bad));
     order_free(&oc);
     access_index_free(&ix);
     tlsan_plan_free(p);
@@ -100,9 +91,9 @@ static void dataflow_edges(void **state)
     path_state ps = {.plan = p};
     uint32_t bad = 0;
     /* c (written at 2) before 3? 2 reads a, 3 writes a: read -> later write */
-    assert_true(order_forces(&oc, &ps, tensor(p, "c"), 3, &bad));
+    assert_true(order_forces(&oc, &ps, tcheck_tensor(p, "c"), 3, &bad));
     /* c before 4? 4 depends on 1 (the write of b) and transitively on 0; not on 2 */
-    assert_false(order_forces(&oc, &ps, tensor(p, "c"), 4, &bad));
+    assert_false(order_forces(&oc, &ps, tcheck_tensor(p, "c"), 4, &bad));
     assert_int_equal(bad, 2);
     order_free(&oc);
     access_index_free(&ix);

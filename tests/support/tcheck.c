@@ -1,5 +1,7 @@
 #include "tcheck.h"
 
+#include "plan.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,4 +137,13 @@ tlsan_plan *tcheck_plan_q(const char *json_q)
     tlsan_plan *p = tcheck_plan(json);
     free(json);
     return p;
+}
+
+uint32_t tcheck_tensor(const tlsan_plan *p, const char *name)
+{
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        if (strcmp(strtab_str(&p->strings, p->tensors[t].name), name) == 0)
+            return t;
+    fail_msg("no tensor %s", name);
+    return 0;
 }
