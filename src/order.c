@@ -379,11 +379,19 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
     const tlsan_plan *p = oc->plan;
     const access_index *ix = oc->ix;
     uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
+    uint32_t lo = ix->op[a0];
+    bool path_free = !ps || p->n_ifs == 0;
+    if (path_free && oc->memo_ok && oc->memo_target == late_first && oc->memo_lo <= lo)
+        goto judge; /* the last walk already covers every op this question can use */
     if (++oc->gen == 0) {
         memset(oc->visited, 0, (p->n_ops ? p->n_ops : 1) * sizeof *oc->visited);
         oc->gen = 1;
     }
-    walk w = {oc, ps, ix->op[a0], 0};
+    oc->memo_ok = path_free;
+    oc->memo_target = late_first;
+    oc->memo_lo = lo;
+    oc->memo_gen = oc->gen;
+    walk w = {oc, ps, lo, 0};
     oc->visited[late_first] = oc->gen;
     oc->stack[w.top++] = late_first;
     while (w.top > 0) {
@@ -405,13 +413,14 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
                 reach(&w, y);
         }
     }
+judge:
     for (uint32_t a = a0; a < a1; a++) {
         uint32_t y = ix->op[a];
         if (y >= late_first)
             break;
         if (ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
             continue;
-        if (oc->visited[y] != oc->gen) {
+        if (oc->visited[y] != oc->memo_gen) {
             *bad_op = y;
             return false;
         }

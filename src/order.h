@@ -31,6 +31,12 @@ typedef struct order_ctx {
     uint32_t *last_record_before; /* per wait op: latest record of its event listed before it */
     uint32_t *prev_sync;          /* per op: latest sync op listed before it */
     uint32_t *visited;            /* per op: stamp of the query that reached it */
+    /* The last walk, kept while no other walk overwrites its stamps: a later query with the
+     * same target and a start at or after memo_lo reuses it (the tenants of one segment
+     * are asked about one later tenant in a row). Only for answers that do not depend on
+     * the path. */
+    uint32_t memo_target, memo_lo, memo_gen;
+    bool memo_ok;
     /* Vector clocks (sequential schedule, no conditional op, few streams): vc[op * n_streams
      * + s] is the number of ops of stream s that happen before or at op; seq[op] is op's own
      * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
