@@ -634,6 +634,34 @@ static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, 
     return false;
 }
 
+/* Why the in-place exception does not cover declaration d on the current path, in words:
+ * the first of its conditions that fails (plan-format.md, "Exception, in-place"). */
+static void inplace_why(const checker *c, const inplace_decl *d, uint32_t a, life la, life lb,
+                        char *buf, size_t n)
+{
+    const tlsan_plan *p = c->p;
+    const op_rec *k = &p->ops[d->op];
+    const tensor_rec *out = &p->tensors[d->out], *in = &p->tensors[d->in];
+    const char *kn = oname(p, d->op), *on = tname(p, d->out), *inn = tname(p, d->in);
+    life lin = in->root == a ? la : lb, lout = out->root == a ? la : lb;
+    if (!list_has(p, k->reads_start, k->n_reads, d->in))
+        snprintf(buf, n, "op '%s' does not read '%s'", kn, inn);
+    else if (!list_has(p, k->writes_start, k->n_writes, d->out))
+        snprintf(buf, n, "op '%s' does not write '%s'", kn, on);
+    else if (out->abs_offset_bytes != in->abs_offset_bytes || out->bytes != in->bytes)
+        snprintf(buf, n, "'%s' and '%s' do not cover the same bytes", on, inn);
+    else if (c->ps.all_run && k->n_cond)
+        snprintf(buf, n, "op '%s' is conditional and the paths were too many to tell", kn);
+    else if (!op_runs(&c->ps, d->op))
+        snprintf(buf, n, "op '%s' does not run on this path", kn);
+    else if (lin.last != (int32_t)d->op)
+        snprintf(buf, n, "'%s' is still live at step %d, after op '%s' (step %u)", inn, lin.last,
+                 kn, d->op);
+    else
+        snprintf(buf, n, "'%s' is already live at step %d, before op '%s' (step %u)", on,
+                 lout.first, kn, d->op);
+}
+
 /* First access of a root on the current path, or NO_INDEX. */
 static uint32_t first_access(const checker *c, uint32_t r)
 {
@@ -737,14 +765,15 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
                 f.op_index = c->decls[d0].op;
             set_path(c, &f);
             int rc;
-            if (nd)
+            if (nd) {
+                char why[512];
+                inplace_why(c, &c->decls[d0], a, la, lb, why, sizeof why);
                 rc = report_add(c->r, &f,
-                                "'%s' and '%s' are declared in-place by op '%s' but both are "
-                                "live over steps %" PRId64 "..%" PRId64
-                                " beyond what the in-place exception allows",
+                                "'%s' and '%s' are declared in-place by op '%s' but are both "
+                                "live over steps %" PRId64 "..%" PRId64 ": %s",
                                 names[0], names[1], oname(p, c->decls[d0].op), f.steps[0],
-                                f.steps[1]);
-            else
+                                f.steps[1], why);
+            } else
                 rc = report_add(c->r, &f,
                                 "'%s' (live %d..%d) and '%s' (live %d..%d) share bytes [%" PRIu64
                                 ", %" PRIu64 ") while both are live at steps %" PRId64 "..%" PRId64,

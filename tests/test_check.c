@@ -159,6 +159,22 @@ static void inplace_in_loop(void **state)
                 "{'name':'relu','reads':['h'],'writes':['g'],'inplace':[['g','h']],'loop':'L'},"
                 "{'name':'use','reads':['g'],'writes':['y'],'loop':'L'}]}",
            "bad-inplace g h");
+    /* and the report says which condition of the exception fails */
+    tlsan_plan *p = tcheck_plan_q(
+        HEAD "'tensors':[{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+             "{'name':'h','bytes':64,'arena':'a0','offset':64},"
+             "{'name':'g','bytes':64,'arena':'a0','offset':64},"
+             "{'name':'y','bytes':64,'arena':'a0','offset':128,'output':true}],'ops':["
+             "{'name':'mk','reads':['x'],'writes':['h']},"
+             "{'name':'relu','reads':['h'],'writes':['g'],'inplace':[['g','h']],'loop':'L'},"
+             "{'name':'use','reads':['g'],'writes':['y'],'loop':'L'}]}");
+    tlsan_report *r = NULL;
+    assert_int_equal(tlsan_check(p, NULL, &r), TLSAN_OK);
+    assert_int_equal(tlsan_report_count(r), 1);
+    assert_non_null(strstr(tlsan_report_finding(r, 0)->message,
+                           "'h' is still live at step 2, after op 'relu' (step 1)"));
+    tlsan_report_free(r);
+    tlsan_plan_free(p);
 }
 
 /* Written on one arm only, read on both: the other arm reads garbage. */
