@@ -1051,12 +1051,18 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
         access_index_build(&c.ix, p) != 0 || order_init(&c.oc, p, &c.ix) != 0 ||
         collect_decls(&c) != 0)
         goto out;
-    /* With no branches there is one path: make the hulls exact, so the sweep offers only
-     * pairs that truly collide. */
-    if (p->n_ifs == 0)
-        for (uint32_t t = 0; t < p->n_tensors; t++)
-            if (p->tensors[t].root == t)
-                c.ix.hull[t] = root_life(&c.ix, p, t, &c.ps);
+    /* A root with no conditional access has one lifetime on every path: make its hull that
+     * lifetime (the tenant chains rely on it being exact), and with no branches at all
+     * every hull becomes exact, so the sweep offers only pairs that truly collide. */
+    for (uint32_t t = 0; t < p->n_tensors; t++) {
+        if (p->tensors[t].root != t)
+            continue;
+        bool fixed = true;
+        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1] && fixed; a++)
+            fixed = !(c.ix.rw[a] & ACC_COND);
+        if (fixed)
+            c.ix.hull[t] = root_life(&c.ix, p, t, &c.ps);
+    }
     if (check_layout(&c) != 0)
         goto out;
     for (uint32_t t = 0; t < p->n_tensors; t++) {
