@@ -587,7 +587,8 @@ static void test_union_of_paths_is_conservative(void **state)
 {
     (void)state;
     randplan_opts o = {RANDPLAN_NO_LAYOUT, 16, 8, 6};
-    unsigned long n = n_seeds(), missed = 0, approximate = 0;
+    /* four times the other sweeps: rare losses hide in rare plans (seed 19325 found one) */
+    unsigned long n = 4 * n_seeds(), missed = 0, approximate = 0;
     tlsan_check_options opt = {.max_paths = 1};
     for (unsigned long seed = 1; seed <= n; seed++) {
         char why[512] = "";
