@@ -1,11 +1,14 @@
 /* check: derive lifetimes, find every unsafe decision of a plan, fill the report.
  *
  * Order of work: build the access index (lifetime.c); layout findings per tensor; then
- * read-before-write and declared lifetimes per tensor; then candidate pairs from a sweep
- * (overlap.c), each judged exactly on the branch paths that can change its answer
- * (conflict, in-place exception, and, where the order is not total, happens-before from
- * order.c); last, the arena statistics. */
+ * read-before-write and declared lifetimes per tensor (views.c for views); then conflicts
+ * from the sweep over steps (overlap.c), each pair judged exactly on the branch paths that
+ * can change its answer (in-place exception included); then, where the order is not
+ * total, reuse order along the tenant chains of each byte segment (order.c answers the
+ * happens-before questions); last, the arena statistics (stats.c). */
 #include "cache.h"
+#include "stats.h"
+#include "views.h"
 #include "order.h"
 #include "overlap.h"
 #include "report.h"
@@ -15,23 +18,12 @@
 #include <string.h>
 
 #define DEFAULT_MAX_PATHS 4096u
-/* Paths enumerated for the live-bytes lower bound before it falls back to must-live spans. */
-#define STATS_MAX_PATHS 64u
 
 typedef struct inplace_decl {
     uint32_t lo, hi;  /* the two storage roots, lo < hi */
     uint32_t op;      /* declaring op */
     uint32_t out, in; /* the tensors as named in the declaration */
 } inplace_decl;
-
-typedef struct view_access {
-    uint32_t *start; /* n_tensors + 1 offsets; only views with a declared lifetime have any */
-    uint32_t *op;
-    uint8_t *rw;
-    uint8_t *flags; /* per tensor: input/output flags of the view tree below it */
-    life *hull;     /* when the lists would be too large: per tensor, a span containing the
-                       derived lifetime on every path (judged approximate); else NULL */
-} view_access;
 
 enum { PAIR_BOTH, PAIR_CONFLICTS, PAIR_ORDER };
 
@@ -240,216 +232,6 @@ static int check_read_before_write(checker *c, uint32_t r)
 }
 
 /* ---- declared lifetimes ---- */
-
-/* Accesses of the view trees below the views that declare a lifetime: for such a view,
- * its own accesses and those of the views below it (plan-format.md: a tensor's derived
- * lifetime). Built once, in one pass over the ops, walking each accessed tensor's chain of
- * bases: O(accesses x view depth). */
-
-static void view_access_free(view_access *va)
-{
-    free(va->start);
-    free(va->op);
-    free(va->rw);
-    free(va->flags);
-    free(va->hull);
-    memset(va, 0, sizeof *va);
-}
-
-static bool declares_view_lifetime(const tensor_rec *t)
-{
-    return t->view_of != NO_INDEX && (t->flags & TREC_HAS_LIFETIME);
-}
-
-/* Tensors ordered so that every view comes after its base (by depth in the view forest),
- * computed without recursion: O(n_tensors). */
-static uint32_t *by_depth(const tlsan_plan *p)
-{
-    size_t nt = p->n_tensors;
-    uint32_t *depth = malloc((nt ? nt : 1) * sizeof *depth);
-    uint32_t *count = calloc(nt + 2, sizeof *count);
-    uint32_t *order = malloc((nt ? nt : 1) * sizeof *order);
-    if (!depth || !count || !order) {
-        free(depth);
-        free(count);
-        free(order);
-        return NULL;
-    }
-    for (size_t t = 0; t < nt; t++)
-        depth[t] = UINT32_MAX;
-    for (uint32_t t = 0; t < nt; t++) {
-        /* climb to a tensor of known depth, then number the chain on the way back down by
-         * reusing `order` as the stack */
-        uint32_t n = 0, x = t;
-        while (depth[x] == UINT32_MAX && p->tensors[x].view_of != NO_INDEX) {
-            order[n++] = x;
-            x = p->tensors[x].view_of;
-        }
-        if (depth[x] == UINT32_MAX)
-            depth[x] = 0;
-        while (n > 0) {
-            uint32_t v = order[--n];
-            depth[v] = depth[p->tensors[v].view_of] + 1;
-        }
-    }
-    for (size_t t = 0; t < nt; t++)
-        count[depth[t] + 1]++;
-    for (size_t d = 0; d <= nt; d++)
-        count[d + 1] += count[d];
-    for (uint32_t t = 0; t < nt; t++)
-        order[count[depth[t]]++] = t;
-    free(depth);
-    free(count);
-    return order;
-}
-
-/* Lists longer than this many entries in all are not built; the hull stands in. */
-static size_t view_list_budget(const tlsan_plan *p, const access_index *ix)
-{
-    return 4 * (size_t)ix->start[p->n_tensors] + (1u << 22);
-}
-
-/* The accesses of the view trees below the views that declare a lifetime: for such a view,
- * its own accesses and those of the views below it (a tensor's derived lifetime). The
- * lists are filled in one pass over the ops, jumping from each accessed tensor to its
- * nearest declaring ancestor, so the cost is the size of the lists. When those would be
- * too large (deep chains of declaring views), a per-tensor hull takes their place: the
- * span of every access below, widened to whole loop bodies, which contains the derived
- * lifetime on every path. */
-static int view_access_build(view_access *va, const tlsan_plan *p, const access_index *ix)
-{
-    size_t nt = p->n_tensors;
-    uint32_t *order = by_depth(p);
-    uint32_t *near = malloc((nt ? nt : 1) * sizeof *near); /* nearest declaring ancestor */
-    uint64_t *count = calloc(nt ? nt : 1, sizeof *count);  /* merged accesses per tensor */
-    uint32_t *last = calloc(nt ? nt : 1, sizeof *last);
-    uint32_t *cursor = NULL;
-    va->start = calloc(nt + 1, sizeof *va->start);
-    va->flags = calloc(nt ? nt : 1, 1);
-    if (!order || !near || !count || !last || !va->start || !va->flags)
-        goto fail;
-    for (size_t i = 0; i < nt; i++) { /* bases before views */
-        uint32_t t = order[i];
-        const tensor_rec *r = &p->tensors[t];
-        uint32_t up = r->view_of == NO_INDEX ? NO_INDEX : near[r->view_of];
-        near[t] = declares_view_lifetime(r) ? t : up;
-    }
-    for (size_t i = nt; i-- > 0;) { /* views before bases: flags of the tree below */
-        uint32_t t = order[i];
-        va->flags[t] |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
-        if (p->tensors[t].view_of != NO_INDEX)
-            va->flags[p->tensors[t].view_of] |= va->flags[t];
-    }
-    /* Count each declaring view's merged accesses: own, then those of the views below. */
-    for (uint32_t o = 0; o < p->n_ops; o++) {
-        const op_rec *r = &p->ops[o];
-        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
-            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
-                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
-            if (near[t] != NO_INDEX && last[t] != o + 1) {
-                last[t] = o + 1;
-                count[t]++;
-            }
-        }
-    }
-    uint64_t total = 0;
-    for (size_t i = nt; i-- > 0;) {
-        uint32_t t = order[i];
-        uint32_t b = p->tensors[t].view_of;
-        if (b != NO_INDEX)
-            count[b] += count[t]; /* an upper bound: one op may touch two views of a tree */
-        if (declares_view_lifetime(&p->tensors[t]))
-            total += count[t];
-    }
-    if (total > view_list_budget(p, ix) || total > UINT32_MAX) {
-        /* Hull per tensor, views before bases: own accesses, then children. */
-        va->hull = malloc((nt ? nt : 1) * sizeof *va->hull);
-        if (!va->hull)
-            goto fail;
-        for (size_t t = 0; t < nt; t++)
-            va->hull[t] = (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
-        for (uint32_t o = 0; o < p->n_ops; o++) {
-            const op_rec *r = &p->ops[o];
-            for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
-                uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
-                                            : p->id_pool.v[r->writes_start + k - r->n_reads];
-                life *h = &va->hull[t];
-                if ((int32_t)o < h->first)
-                    h->first = (int32_t)o;
-                if ((int32_t)o > h->last)
-                    h->last = (int32_t)o;
-            }
-        }
-        for (size_t i = nt; i-- > 0;) {
-            uint32_t t = order[i], b = p->tensors[t].view_of;
-            if (b == NO_INDEX || life_empty(va->hull[t]))
-                continue;
-            life *h = &va->hull[b];
-            h->first = va->hull[t].first < h->first ? va->hull[t].first : h->first;
-            h->last = va->hull[t].last > h->last ? va->hull[t].last : h->last;
-        }
-        goto done;
-    }
-    for (size_t t = 0; t < nt; t++)
-        va->start[t + 1] =
-            va->start[t] + (declares_view_lifetime(&p->tensors[t]) ? (uint32_t)count[t] : 0);
-    va->op = malloc((total ? total : 1) * sizeof *va->op);
-    va->rw = malloc(total ? total : 1);
-    cursor = malloc((nt ? nt : 1) * sizeof *cursor);
-    if (!va->op || !va->rw || !cursor)
-        goto fail;
-    memcpy(cursor, va->start, (nt ? nt : 1) * sizeof *cursor);
-    memset(last, 0, (nt ? nt : 1) * sizeof *last);
-    for (uint32_t o = 0; o < p->n_ops; o++) {
-        const op_rec *r = &p->ops[o];
-        uint8_t cond = r->n_cond ? ACC_COND : 0;
-        for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
-            uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
-                                        : p->id_pool.v[r->writes_start + k - r->n_reads];
-            uint8_t bit = k < r->n_reads ? ACC_READ : ACC_WRITE;
-            for (uint32_t x = near[t]; x != NO_INDEX;) {
-                if (last[x] == o + 1) {
-                    va->rw[cursor[x] - 1] |= bit;
-                } else {
-                    last[x] = o + 1;
-                    va->op[cursor[x]] = o;
-                    va->rw[cursor[x]] = bit | cond;
-                    cursor[x]++;
-                }
-                uint32_t b = p->tensors[x].view_of;
-                x = b == NO_INDEX ? NO_INDEX : near[b];
-            }
-        }
-    }
-    /* Counts were upper bounds; close the gaps so each list is start[t]..cursor[t]. */
-    {
-        uint32_t w = 0;
-        for (size_t t = 0; t < nt; t++) {
-            uint32_t a0 = va->start[t],
-                     a1 = declares_view_lifetime(&p->tensors[t]) ? cursor[t] : a0;
-            va->start[t] = w;
-            memmove(va->op + w, va->op + a0, (a1 - a0) * sizeof *va->op);
-            memmove(va->rw + w, va->rw + a0, a1 - a0);
-            w += a1 - a0;
-        }
-        va->start[nt] = w;
-    }
-done:
-    free(order);
-    free(near);
-    free(count);
-    free(last);
-    free(cursor);
-    return 0;
-fail:
-    free(order);
-    free(near);
-    free(count);
-    free(last);
-    free(cursor);
-    view_access_free(va);
-    return -1;
-}
 
 static int report_lifetime_too_short(checker *c, uint32_t t, life derived, bool approximate);
 
@@ -909,126 +691,6 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
     return rc;
 }
 
-/* ---- statistics ---- */
-
-__extension__ typedef unsigned __int128 u128;
-
-/* Peak of live root bytes per arena over the given lifetimes; raises peak[] in place. */
-static int live_peaks(const tlsan_plan *p, const life *lives, u128 *peak)
-{
-    size_t n_keys = p->n_ops + 3;
-    uint32_t *count = calloc(n_keys + 1, sizeof *count);
-    size_t n_ev = 0;
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (p->tensors[t].root == t && !life_empty(lives[t]))
-            n_ev += 2;
-    uint32_t *ev = malloc((n_ev ? n_ev : 1) * sizeof *ev); /* 2*t + is_end */
-    u128 *cur = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *cur);
-    if (!count || !ev || !cur) {
-        free(count);
-        free(ev);
-        free(cur);
-        return -1;
-    }
-#define EV_KEY(t, end) ((size_t)((end) ? lives[t].last + 2 : lives[t].first + 1))
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (p->tensors[t].root == t && !life_empty(lives[t])) {
-            count[EV_KEY(t, 0) + 1]++;
-            count[EV_KEY(t, 1) + 1]++;
-        }
-    for (size_t k = 0; k < n_keys; k++)
-        count[k + 1] += count[k];
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (p->tensors[t].root == t && !life_empty(lives[t])) {
-            ev[count[EV_KEY(t, 0)]++] = 2 * t;
-            ev[count[EV_KEY(t, 1)]++] = 2 * t + 1;
-        }
-    /* Within one step key, apply all changes before reading the peak. */
-    size_t i = 0;
-    while (i < n_ev) {
-        size_t j = i;
-        size_t key = EV_KEY(ev[i] / 2, ev[i] & 1);
-        while (j < n_ev && EV_KEY(ev[j] / 2, ev[j] & 1) == key) {
-            uint32_t t = ev[j] / 2;
-            uint32_t a = p->tensors[t].arena;
-            if (ev[j] & 1)
-                cur[a] -= p->tensors[t].bytes;
-            else
-                cur[a] += p->tensors[t].bytes;
-            j++;
-        }
-        for (size_t k = i; k < j; k++) {
-            uint32_t a = p->tensors[ev[k] / 2].arena;
-            if (cur[a] > peak[a])
-                peak[a] = cur[a];
-        }
-        i = j;
-    }
-#undef EV_KEY
-    free(count);
-    free(ev);
-    free(cur);
-    return 0;
-}
-
-static int compute_stats(checker *c)
-{
-    const tlsan_plan *p = c->p;
-    plan_stats *s = c->stats;
-    s->n_tensors = p->n_tensors;
-    s->n_ops = p->n_ops;
-    s->n_arenas = p->n_arenas;
-    s->arenas = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *s->arenas);
-    u128 *peak = calloc(p->n_arenas ? p->n_arenas : 1, sizeof *peak);
-    life *lives = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *lives);
-    int rc = -1;
-    if (!s->arenas || !peak || !lives)
-        goto out;
-    for (uint32_t t = 0; t < p->n_tensors; t++) {
-        const tensor_rec *tr = &p->tensors[t];
-        if (tr->root != t)
-            continue;
-        s->n_roots++;
-        tlsan_arena_stats *as = &s->arenas[tr->arena];
-        uint64_t end = root_end(tr);
-        if (end > as->required_bytes)
-            as->required_bytes = end;
-    }
-    /* Every path when few, else the spans that are live on every path (still a bound). */
-    bool approx = false;
-    if_set_clear(&c->set);
-    for (uint32_t f = 0; f < p->n_ifs; f++)
-        c->set.ifs[c->set.n++] = f;
-    if (if_set_paths(&c->set, p) <= STATS_MAX_PATHS) {
-        path_first(&c->ps, &c->set);
-        do {
-            for (uint32_t t = 0; t < p->n_tensors; t++)
-                lives[t] = p->tensors[t].root == t ? root_life(&c->ix, p, t, &c->ps)
-                                                   : (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
-            if (live_peaks(p, lives, peak) != 0)
-                goto out;
-        } while (path_next(&c->ps, &c->set));
-    } else {
-        approx = true;
-        if (live_peaks(p, c->ix.must, peak) != 0)
-            goto out;
-    }
-    for (size_t a = 0; a < p->n_arenas; a++) {
-        tlsan_arena_stats *as = &s->arenas[a];
-        as->name = strtab_str(&p->strings, p->arenas[a].name);
-        as->bytes = p->arenas[a].bytes;
-        as->lower_bound_bytes = peak[a] > (u128)UINT64_MAX ? UINT64_MAX : (uint64_t)peak[a];
-        as->efficiency =
-            as->required_bytes ? (double)as->lower_bound_bytes / (double)as->required_bytes : 1.0;
-        as->approximate = approx;
-    }
-    rc = 0;
-out:
-    free(peak);
-    free(lives);
-    return rc;
-}
-
 /* ---- driver ---- */
 
 static void checker_free(checker *c)
@@ -1104,7 +766,7 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     }
     if (prc != 0)
         goto out;
-    if (compute_stats(&c) != 0)
+    if (stats_compute(p, &c.ix, &c.ps, &c.set, c.stats) != 0)
         goto out;
     rc = 0;
 out:
