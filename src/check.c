@@ -25,8 +25,6 @@ typedef struct inplace_decl {
     uint32_t out, in; /* the tensors as named in the declaration */
 } inplace_decl;
 
-enum { PAIR_BOTH, PAIR_CONFLICTS, PAIR_ORDER };
-
 typedef struct checker {
     const tlsan_plan *p;
     tlsan_report *r;
@@ -40,7 +38,7 @@ typedef struct checker {
     size_t n_decls;
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
-    uint8_t pair_mode;    /* PAIR_*: what check_pair judges */
+    bool order_only;      /* check_pair judges reuse order, else conflicts */
     uint8_t *fixed;       /* per root: no conditional access (the same lifetime on every path) */
     uint32_t *fixed_pos;  /* per segment position: rank among the segment's fixed tenants */
     uint8_t *link_ok;     /* per segment position: tenant i is ordered before tenant i+1 */
@@ -498,8 +496,8 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
 {
     checker *c = ctx;
     const tlsan_plan *p = c->p;
-    bool need_conflict = c->pair_mode != PAIR_ORDER;
-    bool need_order = !c->oc.total && c->pair_mode != PAIR_CONFLICTS;
+    bool need_conflict = !c->order_only;
+    bool need_order = !c->oc.total && c->order_only;
     uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
     size_t d0 = 0, nd = find_decls(c, lo, hi, &d0);
 
@@ -563,13 +561,11 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
             if (rc)
                 return rc;
         }
-        /* Reuse order, on a path where the lifetimes are disjoint. Judging the union of
-         * paths for order alone (the conflicts come from the sweep over steps), lifetimes
-         * that meet in the union may still be disjoint on some path, either way round: then
-         * both orientations must be proven. (With conflicts judged here too, meeting union
-         * lifetimes are already reported as a conflict, or meet at the in-place op on
-         * every path.) */
-        bool both_ways = meet && c->ps.all_run && !need_conflict;
+        /* Reuse order, on a path where the lifetimes are disjoint. On the union of paths,
+         * lifetimes that meet may still be disjoint on some path, either way round (the
+         * conflict itself comes from the sweep over steps): then both orientations must
+         * be proven. */
+        bool both_ways = meet && c->ps.all_run;
         if (order_done || life_empty(la) || life_empty(lb) || (meet && !both_ways))
             goto next_path;
         for (int o = 0; o < 2 && !order_done; o++) {
@@ -650,7 +646,7 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
     /* fixed_at[f]: segment position of fixed tenant number f; other_at: the others */
     uint32_t *fixed_at = c->fixed_pos, *other_at = c->fixed_pos + m;
     size_t n_fixed = 0, n_other = 0;
-    c->pair_mode = PAIR_ORDER;
+    c->order_only = true;
     int rc = 0;
     size_t last_failing = SIZE_MAX; /* the latest failing link before the current tenant */
     for (size_t k = 0; k < m && rc == 0; k++) {
@@ -687,7 +683,7 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
         else
             other_at[n_other++] = (uint32_t)k;
     }
-    c->pair_mode = PAIR_CONFLICTS;
+    c->order_only = false;
     return rc;
 }
 
@@ -750,7 +746,6 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
      * total; per byte segment along tenant chains when there is one path; else for every
      * pair that shares bytes, path by path. */
     int prc;
-    c.pair_mode = PAIR_CONFLICTS;
     prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
     if (prc == 0 && !c.oc.total) {
         c.fixed = malloc(p->n_tensors ? p->n_tensors : 1);

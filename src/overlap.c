@@ -215,61 +215,6 @@ out:
     return rc;
 }
 
-typedef struct byte_key {
-    uint32_t arena;
-    uint64_t start;
-    uint32_t root;
-} byte_key;
-
-static int cmp_byte_key(const void *x, const void *y)
-{
-    const byte_key *a = x, *b = y;
-    if (a->arena != b->arena)
-        return a->arena < b->arena ? -1 : 1;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return a->root < b->root ? -1 : a->root > b->root;
-}
-
-int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx)
-{
-    int rc = -1;
-    size_t n = 0;
-    uint32_t *roots = participants(p, ix, &n);
-    byte_key *keys = NULL;
-    uint32_t *open = NULL;
-    if (!roots)
-        goto out;
-    keys = malloc((n ? n : 1) * sizeof *keys);
-    open = malloc((n ? n : 1) * sizeof *open);
-    if (!keys || !open)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        keys[i] =
-            (byte_key){p->tensors[roots[i]].arena, p->tensors[roots[i]].offset_bytes, roots[i]};
-    qsort(keys, n, sizeof *keys, cmp_byte_key);
-    size_t n_open = 0;
-    rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (i > 0 && keys[i].arena != keys[i - 1].arena)
-            n_open = 0;
-        /* Drop the intervals that end at or before this start; the rest all overlap it. */
-        size_t w = 0;
-        for (size_t k = 0; k < n_open; k++)
-            if (root_end(&p->tensors[open[k]]) > keys[i].start)
-                open[w++] = open[k];
-        n_open = w;
-        for (size_t k = 0; k < n_open && rc == 0; k++)
-            rc = fn(ctx, open[k], keys[i].root);
-        open[n_open++] = keys[i].root;
-    }
-out:
-    free(roots);
-    free(keys);
-    free(open);
-    return rc;
-}
-
 typedef struct seg_bound {
     uint32_t arena;
     uint64_t at;

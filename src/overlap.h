@@ -10,9 +10,8 @@
  * shares: O((N + K) log N) for N roots and K reported pairs. Step keys are bounded by the
  * number of ops, so both event orders come from a counting sort.
  *
- * overlap_byte_pairs() reports every pair that shares bytes at all (whatever the lifetimes),
- * for plans whose order is not total and so need a happens-before query per reuse: it
- * sweeps over offsets with the open intervals in a list, O(N log N + K). */
+ * overlap_segments() cuts each arena into elementary byte segments and lists the roots of
+ * each, for the reuse-order questions along tenant chains (check.c). */
 #ifndef TLSAN_OVERLAP_H
 #define TLSAN_OVERLAP_H
 
@@ -25,7 +24,6 @@ typedef int (*overlap_pair_fn)(void *ctx, uint32_t a, uint32_t b);
 /* Roots with no bytes or an empty hull take no part. Returns 0, the callback's non-zero
  * value, or -1 when out of memory. */
 int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
-int overlap_byte_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx);
 
 /* Called once per elementary byte segment [start, end) of an arena (a maximal range over
  * which the set of covering roots does not change) that two or more roots cover, with those
