@@ -725,13 +725,14 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     /* A root with no conditional access has one lifetime on every path: make its hull that
      * lifetime (the tenant chains rely on it being exact), and with no branches at all
      * every hull becomes exact, so the sweep offers only pairs that truly collide. */
+    c.fixed = malloc(p->n_tensors ? p->n_tensors : 1);
+    if (!c.fixed)
+        goto out;
     for (uint32_t t = 0; t < p->n_tensors; t++) {
-        if (p->tensors[t].root != t)
-            continue;
-        bool fixed = true;
-        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1] && fixed; a++)
-            fixed = !(c.ix.rw[a] & ACC_COND);
-        if (fixed)
+        c.fixed[t] = 1;
+        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1] && c.fixed[t]; a++)
+            c.fixed[t] = !(c.ix.rw[a] & ACC_COND);
+        if (c.fixed[t] && p->tensors[t].root == t)
             c.ix.hull[t] = root_life(&c.ix, p, t, &c.ps);
     }
     if (check_layout(&c) != 0)
@@ -747,18 +748,8 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
      * pair that shares bytes, path by path. */
     int prc;
     prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
-    if (prc == 0 && !c.oc.total) {
-        c.fixed = malloc(p->n_tensors ? p->n_tensors : 1);
-        if (!c.fixed)
-            goto out;
-        for (uint32_t t = 0; t < p->n_tensors; t++) {
-            c.fixed[t] = 1;
-            for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1]; a++)
-                if (c.ix.rw[a] & ACC_COND)
-                    c.fixed[t] = 0;
-        }
+    if (prc == 0 && !c.oc.total)
         prc = overlap_segments(p, &c.ix, check_segment, &c);
-    }
     if (prc != 0)
         goto out;
     if (stats_compute(p, &c.ix, &c.ps, &c.set, c.stats) != 0)
