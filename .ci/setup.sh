@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang-format   # toolchain, formatting check
-  libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev valgrind  # the project's libraries
+  libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev libdw-dev valgrind  # the project's libraries
   jq python3 time                                 # test scripts and benchmarks
 )
 missing=()

@@ -1,0 +1,282 @@
+/*
+ * tlsan.h - the engine annotation API of the Tensor Lifetime Sanitizer.
+ *
+ * An inference engine calls these to tell the runtime shim (libtlsan.so) what its memory
+ * means: which arenas it carved, which tensor lives at which bytes and when, which op reads
+ * and writes which tensors, on which stream, and how streams synchronise. The shim uses the
+ * annotations to checksum tensors around reuse boundaries, to fill released bytes with a
+ * sentinel, to report a bad reuse with both tensors' stacks while it happens, and to record
+ * the run as a trace that `tlsan replay` checks statically (docs/trace-format.md).
+ *
+ * Cost when the shim is not loaded: every function below is a static inline wrapper that
+ * tests one weak symbol (tlsan_rt_*) and returns. Defining TLSAN_DISABLE before including
+ * this header compiles every call out entirely. When the program runs under Valgrind without
+ * the shim, the wrappers turn into memcheck client requests instead (an arena is a mempool,
+ * a bound tensor a chunk of it, a released tensor becomes no-access), so memcheck flags a
+ * read of a released tensor at the faulting instruction. Define TLSAN_NO_VALGRIND to leave
+ * those out, or when <valgrind/memcheck.h> is not installed they are left out anyway.
+ *
+ * Names: tensors, ops and arenas are named by NUL-terminated strings, copied by the shim
+ * before the call returns; tensor names are global to the process (as in a plan, where they
+ * are unique), a name may be bound again after its release (a new tenant of the same name,
+ * e.g. the next run of the graph). Streams and events are small integers chosen by the
+ * engine; stream 0 is the host's own queue, called "main" in plans and reports.
+ *
+ * Thread-safety: every function may be called from any thread at any time. Ops on
+ * different streams may run concurrently; the calls of one op (begin, end) may come from
+ * different threads.
+ *
+ * Errors: the functions return nothing the engine must handle. A call the shim cannot make
+ * sense of (a release of a tensor never bound, an op end without a begin, a bad plan) is
+ * reported once on the shim's log as a usage warning and otherwise ignored; the engine's
+ * behaviour never changes because of this API.
+ */
+#ifndef TLSAN_TLSAN_H
+#define TLSAN_TLSAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this API; the shim refuses annotations from a newer major version. */
+#define TLSAN_ANNOTATION_API_VERSION 1
+
+/** Bind flags (tlsan_tensor_bind). */
+enum {
+    /** A graph input: it holds data before the first op (no read-before-write). */
+    TLSAN_BIND_INPUT = 1u << 0,
+    /** A graph output: it stays live until the arena is destroyed. */
+    TLSAN_BIND_OUTPUT = 1u << 1,
+    /** An in-place output: it takes over the bytes of a live tensor that an op of its
+     *  schema consumes in place (the plan's "inplace" pair). Under Valgrind the bytes keep
+     *  the chunk of that input instead of opening a new one. */
+    TLSAN_BIND_INPLACE = 1u << 2,
+};
+
+/** Release flags (tlsan_tensor_release). */
+enum {
+    /** The tensor's bytes live on in an in-place output bound with TLSAN_BIND_INPLACE:
+     *  the shim does not fill them with the sentinel, Valgrind keeps them accessible. */
+    TLSAN_RELEASE_HANDOVER = 1u << 0,
+};
+
+/** One op as the engine runs it. All pointers are borrowed for the duration of the call. */
+typedef struct tlsan_op_info {
+    const char *name;           /**< unique per run of the graph, e.g. "matmul_3" */
+    int stream;                 /**< the queue it runs on; 0 = the host ("main") */
+    const char *const *reads;   /**< names of tensors (roots or views) it reads */
+    size_t n_reads;             /**< number of names in reads */
+    const char *const *writes;  /**< names of tensors (roots or views) it writes */
+    size_t n_writes;            /**< number of names in writes */
+    const char *const *inplace; /**< [output, input] name pairs flattened: 2 * n_inplace */
+    size_t n_inplace;           /**< number of in-place pairs its schema allows */
+} tlsan_op_info;
+
+/* The shim's entry points. Weak, so that a program not linked against and not preloaded
+ * with libtlsan.so still links and runs; each wrapper below calls one only when present. */
+#ifndef TLSAN_DISABLE
+extern int tlsan_rt_active(void) __attribute__((weak));
+extern void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes)
+    __attribute__((weak));
+extern void tlsan_rt_arena_destroy(const void *base) __attribute__((weak));
+extern int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes) __attribute__((weak));
+extern void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *addr,
+                                 size_t size_bytes, unsigned flags) __attribute__((weak));
+extern void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_offset_bytes,
+                               size_t size_bytes) __attribute__((weak));
+extern void tlsan_rt_tensor_release(const void *arena_base, const char *name, const void *addr,
+                                    unsigned flags) __attribute__((weak));
+extern uint64_t tlsan_rt_op_begin(const tlsan_op_info *op) __attribute__((weak));
+extern void tlsan_rt_op_end(uint64_t op_token) __attribute__((weak));
+extern void tlsan_rt_event_record(int event, int stream) __attribute__((weak));
+extern void tlsan_rt_event_wait(int stream, int event) __attribute__((weak));
+extern void tlsan_rt_host_sync(void) __attribute__((weak));
+#endif
+
+#if !defined(TLSAN_DISABLE) && !defined(TLSAN_NO_VALGRIND) && defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define TLSAN_HAVE_VALGRIND_ 1
+#endif
+#endif
+
+/** 1 when the shim is loaded and tracing, 0 otherwise (not loaded, under Valgrind or ASan,
+ *  or stopped after an internal failure). */
+static inline int tlsan_active(void)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_active)
+        return tlsan_rt_active();
+#endif
+    return 0;
+}
+
+/** Declares an arena: `size_bytes` bytes at `base`, owned by the engine, in which tensors
+ *  are bound. `name` is the arena's name in plans and reports ("a0"). The base address is
+ *  the arena's handle in the other calls. Call it before binding tensors in it and after
+ *  the memory is allocated; with fills on, the shim fills the whole arena with the
+ *  sentinel so bytes no tensor owns can be checked later. */
+static inline void tlsan_arena_create(const char *name, const void *base, size_t size_bytes)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_arena_create) {
+        tlsan_rt_arena_create(name, base, size_bytes);
+        return;
+    }
+#ifdef TLSAN_HAVE_VALGRIND_
+    VALGRIND_CREATE_MEMPOOL(base, 0, 0);
+    VALGRIND_MAKE_MEM_NOACCESS(base, size_bytes);
+#endif
+#endif
+    (void)name, (void)base, (void)size_bytes;
+}
+
+/** Ends an arena: every tensor still bound in it is released (outputs included). Call it
+ *  before the engine frees the arena's memory. */
+static inline void tlsan_arena_destroy(const void *base, size_t size_bytes)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_arena_destroy) {
+        tlsan_rt_arena_destroy(base);
+        return;
+    }
+#ifdef TLSAN_HAVE_VALGRIND_
+    VALGRIND_DESTROY_MEMPOOL(base);
+    VALGRIND_MAKE_MEM_UNDEFINED(base, size_bytes);
+#endif
+#endif
+    (void)base, (void)size_bytes;
+}
+
+/** Hands the shim the engine's planned layout: a plan in the plan format (docs/plan-format.md,
+ *  JSON text, `json_bytes` bytes, not necessarily NUL-terminated). The shim checks it at
+ *  once, as `tlsan check` would, and reports every finding with the caller's stack, so a bad
+ *  reuse on a branch arm that never runs is still found. It is also recorded in the trace.
+ *  Returns the number of findings (0 for a correct plan), -1 when the plan is not valid (the
+ *  reason is reported), or 0 when the shim is not loaded. */
+static inline int tlsan_plan_load(const char *plan_json, size_t json_bytes)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_plan_load)
+        return tlsan_rt_plan_load(plan_json, json_bytes);
+#endif
+    (void)plan_json, (void)json_bytes;
+    return 0;
+}
+
+/** A tensor becomes live: `name` now owns `size_bytes` bytes at `addr`, inside the arena
+ *  whose base is `arena_base` (a storage root). Flags: TLSAN_BIND_*. With fills on, the
+ *  shim first verifies that the bytes still hold the sentinel their last tenant left
+ *  (`stale-write` otherwise). Bind a name again only after releasing it. */
+static inline void tlsan_tensor_bind(const void *arena_base, const char *name, const void *addr,
+                                     size_t size_bytes, unsigned flags)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_tensor_bind) {
+        tlsan_rt_tensor_bind(arena_base, name, addr, size_bytes, flags);
+        return;
+    }
+#ifdef TLSAN_HAVE_VALGRIND_
+    if (!(flags & TLSAN_BIND_INPLACE))
+        VALGRIND_MEMPOOL_ALLOC(arena_base, addr, size_bytes);
+#endif
+#endif
+    (void)arena_base, (void)name, (void)addr, (void)size_bytes, (void)flags;
+}
+
+/** Declares a view: `name` is `size_bytes` bytes starting `view_offset_bytes` bytes into the
+ *  tensor `base_name` (a root or another view), sharing its storage (a reshape, a slice, a
+ *  concat destination). A view needs no release: it ends with its storage root. */
+static inline void tlsan_view_bind(const char *name, const char *base_name,
+                                   size_t view_offset_bytes, size_t size_bytes)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_view_bind)
+        tlsan_rt_view_bind(name, base_name, view_offset_bytes, size_bytes);
+#endif
+    (void)name, (void)base_name, (void)view_offset_bytes, (void)size_bytes;
+}
+
+/** A tensor stops being live: its bytes may be reused. `addr` is the address it was bound
+ *  at (for Valgrind, and checked by the shim). The shim verifies its checksum a last time,
+ *  then (with fills on and without TLSAN_RELEASE_HANDOVER) fills the bytes no other live
+ *  tensor owns with the sentinel. An op that reads it afterwards is `use-after-release`. */
+static inline void tlsan_tensor_release(const void *arena_base, const char *name, const void *addr,
+                                        unsigned flags)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_tensor_release) {
+        tlsan_rt_tensor_release(arena_base, name, addr, flags);
+        return;
+    }
+#ifdef TLSAN_HAVE_VALGRIND_
+    if (!(flags & TLSAN_RELEASE_HANDOVER))
+        VALGRIND_MEMPOOL_FREE(arena_base, addr);
+#endif
+#endif
+    (void)arena_base, (void)name, (void)addr, (void)flags;
+}
+
+/** An op starts executing (on the thread that runs its kernel). The shim verifies the
+ *  checksum of every tensor it reads, reports a read of a released tensor, and records the
+ *  op. Returns a token for tlsan_op_end() (0 when the shim is not loaded). */
+static inline uint64_t tlsan_op_begin(const tlsan_op_info *op)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_op_begin)
+        return tlsan_rt_op_begin(op);
+#endif
+    (void)op;
+    return 0;
+}
+
+/** The op of `op_token` finished: the shim hashes every tensor it wrote and checks the bytes
+ *  just past each (`slot-overflow`). */
+static inline void tlsan_op_end(uint64_t op_token)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_op_end)
+        tlsan_rt_op_end(op_token);
+#endif
+    (void)op_token;
+}
+
+/** Stream `stream` records event `event` (after everything it has run so far). Call it when
+ *  the stream reaches the record, i.e. on the thread that runs the stream. */
+static inline void tlsan_event_record(int event, int stream)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_event_record)
+        tlsan_rt_event_record(event, stream);
+#endif
+    (void)event, (void)stream;
+}
+
+/** Stream `stream` waits for the latest record of `event`. Call it once the wait is
+ *  satisfied, on the thread that runs the stream. */
+static inline void tlsan_event_wait(int stream, int event)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_event_wait)
+        tlsan_rt_event_wait(stream, event);
+#endif
+    (void)stream, (void)event;
+}
+
+/** The host waited for every stream to drain (a device synchronise): joins all streams. */
+static inline void tlsan_host_sync(void)
+{
+#ifndef TLSAN_DISABLE
+    if (tlsan_rt_host_sync)
+        tlsan_rt_host_sync();
+#endif
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TLSAN_TLSAN_H */

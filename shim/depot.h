@@ -1,0 +1,31 @@
+/* depot.h - the stack depot: each distinct stack stored once, named by a 32-bit id.
+ * Stacks are raw return addresses captured with libunwind's unw_backtrace (UNW_LOCAL_ONLY);
+ * they are symbolized only when a report is printed. Storage is mmap'd, never malloc'd.
+ * Thread-safe. */
+#ifndef TLSAN_SHIM_DEPOT_H
+#define TLSAN_SHIM_DEPOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEPOT_MAX_FRAMES 64
+
+/* Captures the calling thread's stack (stack_depth frames at most, the innermost `skip`
+ * dropped) and interns it. Returns its id, or 0 when stacks are off, the capture failed, or
+ * the depot is full. Safe inside allocation hooks (guards re-entry itself). */
+uint32_t depot_capture(unsigned skip);
+
+/* Interns given frames; returns the id (0 on failure). */
+uint32_t depot_put(const uintptr_t *frames, unsigned n_frames);
+
+/* The frames of a stack id; returns the count (0 for id 0 or unknown). Pointer stays valid
+ * for the life of the process. */
+unsigned depot_get(uint32_t id, const uintptr_t **frames);
+
+/* Writes "    #i 0xADDR in FUNC+0xOFF (MODULE+0xOFF)" lines for a stack to b. With
+ * `symbolize` false (inside a hook), only module + offset; otherwise function names from
+ * dladdr. Never allocates when symbolize is false. */
+struct outbuf;
+void depot_format(struct outbuf *b, uint32_t id, int symbolize);
+
+#endif

@@ -1,0 +1,56 @@
+/* options.h - TLSAN_OPTIONS: one table drives the struct, the parser, help=1 and the docs. */
+#ifndef TLSAN_SHIM_OPTIONS_H
+#define TLSAN_SHIM_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL };
+
+/* X(type, name, default, help). Types: BOOL (0/1, also true/false), INT (decimal), SIZE
+ * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off). */
+#define SHIM_OPTIONS(X)                                                                            \
+    X(BOOL, halt_on_error, 0, "exit with `exitcode` right after the first finding")                \
+    X(INT, exitcode, 1, "exit status of a process that had findings")                              \
+    X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
+    X(STR, trace_path, "", "trace file (default tlsan.PID.trace; a forked child adds .PID)")       \
+    X(BOOL, trace, 1, "record a trace at all")                                                     \
+    X(SIZE, quarantine_mb, 64, "megabytes of freed blocks held back before reuse (0: none)")       \
+    X(BOOL, fill, 1, "fill freed blocks and released tensors with the NaN sentinel")               \
+    X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
+    X(SIZE, redzone, 16, "bytes of redzone after each heap block (0: none)")                       \
+    X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
+    X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
+    X(BOOL, help, 0, "print this list and continue")                                               \
+    X(STR, inject, "", "self-test fault to plant (ggml adapter)")
+
+struct shim_options {
+#define SHIM_OPT_FIELD_BOOL       bool
+#define SHIM_OPT_FIELD_INT        int
+#define SHIM_OPT_FIELD_SIZE       uint64_t
+#define SHIM_OPT_FIELD_STR        char
+#define SHIM_OPT_FIELD_CHECKSUM   enum shim_checksum
+#define SHIM_OPT_DECL_BOOL(n)     bool n
+#define SHIM_OPT_DECL_INT(n)      int n
+#define SHIM_OPT_DECL_SIZE(n)     uint64_t n
+#define SHIM_OPT_DECL_STR(n)      char n[256]
+#define SHIM_OPT_DECL_CHECKSUM(n) enum shim_checksum n
+#define X(type, name, def, help)  SHIM_OPT_DECL_##type(name);
+    SHIM_OPTIONS(X)
+#undef X
+};
+
+/* Sets every option to its default. */
+void options_defaults(struct shim_options *o);
+
+/* Parses "key=value:key=value" (also ',' or whitespace as separators) over the current
+ * values. Never allocates. On an unknown key or a bad value, writes a one-line message
+ * (no newline) to err and returns false; the options parsed before it stay set, the bad one
+ * keeps its previous value, and parsing continues with the next pair. */
+bool options_parse(struct shim_options *o, const char *text, char *err, size_t err_bytes);
+
+/* Writes the option table (name, default, help) to fd, one line each. Never allocates. */
+void options_print_help(int fd);
+
+#endif

@@ -1,0 +1,45 @@
+/* trace.h - the trace writer (docs/trace-format.md). Records go into a shared mapping of the
+ * trace file, so a crash leaves every completed record. Never allocates; thread-safe (one
+ * lock); every function is a no-op when tracing is off or failed. */
+#ifndef TLSAN_SHIM_TRACE_H
+#define TLSAN_SHIM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opens the trace for this process (path from options, or tlsan.PID.trace). Returns 0, or
+ * -1 after printing one line (tracing then stays off). */
+int trace_open(void);
+/* In a forked child: opens the child's own trace (FILE.PID / tlsan.PID.trace), drops the
+ * parent's mapping, and re-emits the modules. */
+void trace_reopen_in_child(void);
+/* Writes END and cuts the file to its length. */
+void trace_close(uint64_t n_findings);
+
+/* String id for text (interned: the same text gets the same id; 0 for NULL). */
+uint64_t trace_string(const char *text);
+/* Makes sure a STACK record (and the MODULE records it needs) exists for a depot id;
+ * returns the id to put in a record (the depot id itself, or 0). */
+uint64_t trace_stack(uint32_t depot_id);
+
+uint64_t trace_arena(const char *name, uintptr_t base, uint64_t size_bytes, uint32_t stack);
+void trace_arena_end(uint64_t arena_id, uint32_t stack);
+void trace_bind(const char *tensor, uint64_t arena_id, uint64_t offset_bytes, uint64_t size_bytes,
+                unsigned flags, uint32_t stack);
+void trace_view(const char *tensor, const char *base, uint64_t view_offset_bytes,
+                uint64_t size_bytes, uint32_t stack);
+void trace_release(const char *tensor, unsigned flags, uint32_t stack);
+void trace_op(uint64_t op_id, const char *name, int stream, const char *const *reads,
+              size_t n_reads, const char *const *writes, size_t n_writes,
+              const char *const *inplace, size_t n_inplace, uint32_t stack);
+void trace_op_end(uint64_t op_id);
+void trace_record(int event, int stream, uint32_t stack);
+void trace_wait(int stream, int event, uint32_t stack);
+void trace_sync(uint32_t stack);
+void trace_plan(const char *json, size_t json_bytes, uint32_t stack);
+/* A finding: kind, message, tensor names, and (role, stack) pairs. */
+void trace_finding(const char *kind, const char *message, const char *const *tensors,
+                   size_t n_tensors, const char *const *roles, const uint32_t *stacks,
+                   size_t n_stacks);
+
+#endif
