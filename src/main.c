@@ -2,12 +2,18 @@
  *
  *   tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm] [--max-paths N] PLAN...
  *   tlsan import tvm GRAPH.json [-o PLAN.json]
+ *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize] TRACE...
+ *   tlsan export TRACE [-o PLAN.json]
+ *   tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...
  *   tlsan help | --help | --version
  *
  * Exit status (plan-format.md): 0 no finding, 1 at least one finding, 2 an input that is not
  * a valid plan, bad usage or an output that cannot be written; with several inputs, the
  * highest status of any. */
+#include "replay.h"
 #include "report.h"
+#include "run.h"
+#include "trace_read.h"
 #include "tlsan/check.h"
 #include "tlsan/plan.h"
 #include "tlsan/tvm.h"
@@ -27,6 +33,10 @@ static const char usage_text[] =
     "usage: tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm]\n"
     "                   [--max-paths N] PLAN...\n"
     "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
+    "                    [--no-symbolize] TRACE...\n"
+    "       tlsan export TRACE [-o PLAN.json]\n"
+    "       tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
     "       tlsan --help | --version\n"
     "\n"
     "tlsan, the Tensor Lifetime Sanitizer, proves a memory plan safe or reports each\n"
@@ -37,6 +47,12 @@ static const char usage_text[] =
     "Commands:\n"
     "  check PLAN...       check plan files (plans or plan caches; '-' reads standard input)\n"
     "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
+    "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
+    "                      and check it, with every plan the engine handed over\n"
+    "  export TRACE        write the plan a recorded run performed, in the plan format\n"
+    "  run -- CMD ARGS     run a program under libtlsan.so, print its reports and a\n"
+    "                      summary; exit with `exitcode` (default 1) when anything was\n"
+    "                      found, else with the program's own status\n"
     "  help                show this help\n"
     "\n"
     "Options of check:\n"
@@ -47,8 +63,16 @@ static const char usage_text[] =
     "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
     "                      union of paths (default 4096)\n"
     "\n"
-    "Options of import:\n"
+    "  (replay takes the same options, and --no-symbolize to keep stacks as\n"
+    "  module+offset instead of reading function and line from the binaries)\n"
+    "\n"
+    "Options of import and export:\n"
     "  -o, --output FILE   write the plan to FILE instead of standard output\n"
+    "\n"
+    "Options of run:\n"
+    "  --trace FILE        where the run's trace goes (default tlsan.PID.trace)\n"
+    "  --options K=V:...   TLSAN_OPTIONS for the run (added after the environment's);\n"
+    "                      run with --options help=1 to list them\n"
     "\n"
     "Exit status: 0 no finding, 1 findings, 2 invalid input or usage error.\n";
 
@@ -123,17 +147,22 @@ static void print_input_error(const char *path, tlsan_status st, tlsan_error *er
 
 /* ---- check ---- */
 
+typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_TRACE } source;
+
 typedef struct check_args {
     tlsan_format format;
     const char *out_path;
-    bool from_tvm;
+    source from;
+    bool symbolize; /* replay: read function and line from the binaries */
     tlsan_check_options options;
     char **files;
     size_t n_files;
 } check_args;
 
-/* One input: what was read and the report on it (report NULL when it was refused). */
+/* One checked unit: a plan file, or one of the plans a trace yields (the run itself, then
+ * each plan the engine handed over). report is NULL when it was refused. */
 typedef struct input {
+    char *label; /* the name reports use for it */
     tlsan_plan *plan;
     tlsan_cache *cache;
     tlsan_report *report;
@@ -145,47 +174,165 @@ static void input_free(input *in)
     tlsan_report_free(in->report);
     tlsan_plan_free(in->plan);
     tlsan_cache_free(in->cache);
-    in->report = NULL;
-    in->plan = NULL;
-    in->cache = NULL;
+    free(in->label);
+    memset(in, 0, sizeof *in);
 }
 
-/* Reads and checks one file. Returns its exit status (2 when refused, with the message
- * printed). */
-static int check_one(const check_args *args, const char *path, input *in)
+/* A growable list of inputs. */
+typedef struct input_list {
+    input *items;
+    size_t n, cap;
+} input_list;
+
+static input *input_push(input_list *l, const char *label)
 {
-    memset(in, 0, sizeof *in);
-    errno = 0;
-    tlsan_status st = args->from_tvm ? tlsan_import_tvm_file(path, &in->plan, &in->err)
-                                     : tlsan_read_file(path, &in->plan, &in->cache, &in->err);
-    int saved_errno = errno;
-    if (st == TLSAN_OK && !in->plan && !in->cache)
-        st = TLSAN_ERR_STATE; /* a reader that returned nothing: treat as refused */
-    if (st != TLSAN_OK) {
-        print_input_error(path, st, &in->err, saved_errno);
-        input_free(in);
-        return EXIT_INVALID;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        input *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        l->items = grown;
+        l->cap = cap;
     }
-    st = in->plan ? tlsan_check(in->plan, &args->options, &in->report)
-                  : tlsan_check_cache(in->cache, &args->options, &in->report);
+    input *in = &l->items[l->n];
+    memset(in, 0, sizeof *in);
+    if (!(in->label = strdup(label)))
+        return NULL;
+    l->n++;
+    return in;
+}
+
+/* Checks a unit that was read; returns its exit status (2 when checking itself failed). */
+static int check_unit(const check_args *args, input *in)
+{
+    tlsan_status st = in->plan ? tlsan_check(in->plan, &args->options, &in->report)
+                               : tlsan_check_cache(in->cache, &args->options, &in->report);
     if (st != TLSAN_OK || !in->report) {
         memset(&in->err, 0, sizeof in->err);
         snprintf(in->err.what, sizeof in->err.what, "checking failed: %s", tlsan_status_name(st));
-        print_input_error(path, st, &in->err, 0);
-        input_free(in);
+        print_input_error(in->label, st, &in->err, 0);
+        tlsan_report_free(in->report);
+        in->report = NULL;
         return EXIT_INVALID;
     }
     return tlsan_report_count(in->report) ? EXIT_FINDINGS : EXIT_CLEAN;
 }
 
-static int parse_check(int argc, char **argv, check_args *args)
+/* Prints what a trace says about its own run: truncation, and the findings the process
+ * reported while it ran (replay lists them; they are not checked again). */
+static void describe_trace(const char *path, const trace_data *t)
+{
+    size_t n_findings = 0;
+    char kinds[512] = "";
+    size_t kinds_len = 0;
+    for (size_t i = 0; i < trace_n_events(t); i++) {
+        const trace_event *ev = trace_event_at(t, i);
+        if (ev->tag != TRACE_FINDING)
+            continue;
+        n_findings++;
+        if (!strstr(kinds, ev->text) && kinds_len + strlen(ev->text) + 3 < sizeof kinds)
+            kinds_len += (size_t)snprintf(kinds + kinds_len, sizeof kinds - kinds_len, "%s%s",
+                                          kinds_len ? ", " : "", ev->text);
+    }
+    if (trace_truncated(t))
+        fprintf(stderr,
+                "tlsan: replay: %s: the trace has no end record (the process died or is still "
+                "running); replaying the %zu events it holds\n",
+                path, trace_n_events(t));
+    if (n_findings)
+        fprintf(stderr, "tlsan: replay: %s: the process reported %zu finding%s at run time (%s)\n",
+                path, n_findings, n_findings == 1 ? "" : "s", kinds);
+}
+
+/* Reads one trace into units: the run, then each handed-over plan. Returns the worst exit
+ * status of reading (2 for an unreadable trace). */
+static int load_trace(const check_args *args, const char *path, input_list *units)
+{
+    trace_data *t = NULL;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = trace_read_file(path, &t, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    int status = EXIT_CLEAN;
+    describe_trace(path, t);
+    char name[64];
+    snprintf(name, sizeof name, "run of pid %u", (unsigned)trace_pid(t));
+    input *in = input_push(units, path);
+    if (!in) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        trace_data_free(t);
+        return EXIT_INVALID;
+    }
+    st = replay_build(t, name, args->symbolize, stderr, &in->plan, &in->err);
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &in->err, 0);
+        status = EXIT_INVALID;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < trace_n_events(t); i++) {
+        const trace_event *ev = trace_event_at(t, i);
+        if (ev->tag != TRACE_PLAN)
+            continue;
+        char label[4200];
+        snprintf(label, sizeof label, "%s (plan %zu handed over)", path, ++k);
+        in = input_push(units, label);
+        if (!in) {
+            fprintf(stderr, "tlsan: error: out of memory\n");
+            status = EXIT_INVALID;
+            break;
+        }
+        st = tlsan_read_buffer(ev->text, ev->text_bytes, label, &in->plan, &in->cache, &in->err);
+        if (st != TLSAN_OK) {
+            print_input_error(label, st, &in->err, 0);
+            status = EXIT_INVALID;
+        }
+    }
+    trace_data_free(t);
+    return status;
+}
+
+/* Reads one file into units. Returns the worst exit status of reading. */
+static int load_file(const check_args *args, const char *path, input_list *units)
+{
+    if (args->from == SOURCE_TRACE)
+        return load_trace(args, path, units);
+    input *in = input_push(units, path);
+    if (!in) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    errno = 0;
+    tlsan_status st = args->from == SOURCE_TVM
+                          ? tlsan_import_tvm_file(path, &in->plan, &in->err)
+                          : tlsan_read_file(path, &in->plan, &in->cache, &in->err);
+    int saved_errno = errno;
+    if (st == TLSAN_OK && !in->plan && !in->cache)
+        st = TLSAN_ERR_STATE; /* a reader that returned nothing: treat as refused */
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &in->err, saved_errno);
+        tlsan_plan_free(in->plan);
+        tlsan_cache_free(in->cache);
+        in->plan = NULL;
+        in->cache = NULL;
+        return EXIT_INVALID;
+    }
+    return EXIT_CLEAN;
+}
+
+static int parse_check(int argc, char **argv, check_args *args, bool replay)
 {
     memset(args, 0, sizeof *args);
+    args->from = replay ? SOURCE_TRACE : SOURCE_PLAN;
+    args->symbolize = true;
     args->files = calloc((size_t)argc + 1, sizeof *args->files);
     if (!args->files) {
         fprintf(stderr, "tlsan: error: out of memory\n");
         return EXIT_INVALID;
     }
+    const char *cmd = replay ? "replay" : "check";
     bool options_done = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -208,12 +355,14 @@ static int parse_check(int argc, char **argv, check_args *args)
             if (!v || !v[0])
                 return usage_error("%s needs a file name", a);
             args->out_path = v;
-        } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
+        } else if (!replay && option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v)
                 return usage_error("%s needs a value: plan or tvm", a);
             if (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0)
                 return usage_error("unknown input kind '%s' for --from (plan or tvm)", v);
-            args->from_tvm = strcmp(v, "tvm") == 0;
+            args->from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+        } else if (replay && strcmp(a, "--no-symbolize") == 0) {
+            args->symbolize = false;
         } else if (option_value(argc, argv, &i, "--max-paths", NULL, &v)) {
             char *end = NULL;
             errno = 0;
@@ -229,32 +378,31 @@ static int parse_check(int argc, char **argv, check_args *args)
         }
     }
     if (args->n_files == 0)
-        return usage_error("%s: no plan file given", "check");
+        return usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
     return EXIT_CLEAN;
 }
 
 /* Writes one checked (or refused) input in text or JSON; -1 when the output failed. */
-static int write_one(const check_args *args, const char *path, const input *in, FILE *out,
-                     bool color)
+static int write_one(const check_args *args, const input *in, FILE *out, bool color)
 {
     if (args->format == TLSAN_FORMAT_JSON)
-        return in->report ? report_write_json(in->report, path, out)
-                          : report_write_json_error(path, &in->err, out);
+        return in->report ? report_write_json(in->report, in->label, out)
+                          : report_write_json_error(in->label, &in->err, out);
     if (!in->report)
         return 0; /* text: the error went to standard error */
     report_text_options topt = {NULL, color};
-    return report_write_text(in->report, path, &topt, out);
+    return report_write_text(in->report, in->label, &topt, out);
 }
 
-static int cmd_check(int argc, char **argv)
+static int cmd_check(int argc, char **argv, bool replay)
 {
     check_args args;
-    int status = parse_check(argc, argv, &args);
+    int status = parse_check(argc, argv, &args, replay);
     if (status != EXIT_CLEAN) {
         free(args.files);
         return status < 0 ? EXIT_CLEAN : status;
     }
-    input *inputs = NULL;
+    input_list units = {0};
     bool write_failed = false;
     FILE *out = open_output(args.out_path);
     if (!out) {
@@ -266,48 +414,102 @@ static int cmd_check(int argc, char **argv)
                  !(no_color && no_color[0]);
 
     /* SARIF is one document over all inputs, so those are kept until the end; text and JSON
-     * stream one input at a time. */
-    size_t n_kept = args.format == TLSAN_FORMAT_SARIF ? args.n_files : 1;
-    inputs = calloc(n_kept, sizeof *inputs);
-    if (!inputs) {
-        fprintf(stderr, "tlsan: error: out of memory\n");
-        status = EXIT_INVALID;
-        goto out;
-    }
+     * stream one file at a time. */
     for (size_t i = 0; i < args.n_files && !write_failed; i++) {
-        input *in = &inputs[args.format == TLSAN_FORMAT_SARIF ? i : 0];
-        int st = check_one(&args, args.files[i], in);
+        size_t first = units.n;
+        int st = load_file(&args, args.files[i], &units);
         if (st > status)
             status = st;
+        for (size_t u = first; u < units.n; u++) {
+            input *in = &units.items[u];
+            if (in->plan || in->cache) {
+                st = check_unit(&args, in);
+                if (st > status)
+                    status = st;
+            }
+            if (args.format != TLSAN_FORMAT_SARIF && !write_failed)
+                write_failed = write_one(&args, in, out, color) != 0;
+        }
         if (args.format != TLSAN_FORMAT_SARIF) {
-            write_failed = write_one(&args, args.files[i], in, out, color) != 0;
-            input_free(in);
+            for (size_t u = first; u < units.n; u++)
+                input_free(&units.items[u]);
+            units.n = first;
         }
     }
     if (args.format == TLSAN_FORMAT_SARIF) {
-        const tlsan_report **reports = calloc(args.n_files, sizeof *reports);
-        const tlsan_error **errors = calloc(args.n_files, sizeof *errors);
-        if (!reports || !errors) {
+        const tlsan_report **reports = calloc(units.n + 1, sizeof *reports);
+        const tlsan_error **errors = calloc(units.n + 1, sizeof *errors);
+        const char **labels = calloc(units.n + 1, sizeof *labels);
+        if (!reports || !errors || !labels) {
             write_failed = true;
         } else {
-            for (size_t i = 0; i < args.n_files; i++) {
-                reports[i] = inputs[i].report;
-                errors[i] = &inputs[i].err;
+            for (size_t i = 0; i < units.n; i++) {
+                reports[i] = units.items[i].report;
+                errors[i] = &units.items[i].err;
+                labels[i] = units.items[i].label;
             }
-            write_failed = report_write_sarif(reports, (const char *const *)args.files, errors,
-                                              args.n_files, out) != 0;
+            write_failed = report_write_sarif(reports, labels, errors, units.n, out) != 0;
         }
         free(reports);
         free(errors);
-        for (size_t i = 0; i < args.n_files; i++)
-            input_free(&inputs[i]);
+        free(labels);
     }
-out:
+    for (size_t i = 0; i < units.n; i++)
+        input_free(&units.items[i]);
+    free(units.items);
     if (close_output(out, args.out_path, write_failed) != EXIT_CLEAN)
         status = EXIT_INVALID;
-    free(inputs);
     free(args.files);
     return status;
+}
+
+/* ---- export ---- */
+
+static int cmd_export(int argc, char **argv)
+{
+    const char *trace = NULL, *out_path = NULL, *v;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-') {
+            if (trace)
+                return usage_error("export takes one trace file, not also '%s'", a);
+            trace = a;
+        } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a file name", a);
+            out_path = v;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return EXIT_CLEAN;
+        } else {
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    if (!trace)
+        return usage_error("%s: no trace file given", "export");
+    trace_data *t = NULL;
+    tlsan_plan *plan = NULL;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = trace_read_file(trace, &t, &err);
+    if (st == TLSAN_OK) {
+        char name[64];
+        snprintf(name, sizeof name, "run of pid %u", (unsigned)trace_pid(t));
+        st = replay_build(t, name, true, stderr, &plan, &err);
+    }
+    trace_data_free(t);
+    if (st != TLSAN_OK) {
+        print_input_error(trace, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    FILE *out = open_output(out_path);
+    if (!out) {
+        tlsan_plan_free(plan);
+        return EXIT_INVALID;
+    }
+    bool write_failed = tlsan_plan_write(plan, out, true) != TLSAN_OK;
+    tlsan_plan_free(plan);
+    return close_output(out, out_path, write_failed);
 }
 
 /* ---- import ---- */
@@ -372,7 +574,13 @@ int main(int argc, char **argv)
         return EXIT_CLEAN;
     }
     if (strcmp(cmd, "check") == 0)
-        return cmd_check(argc - 2, argv + 2);
+        return cmd_check(argc - 2, argv + 2, false);
+    if (strcmp(cmd, "replay") == 0)
+        return cmd_check(argc - 2, argv + 2, true);
+    if (strcmp(cmd, "export") == 0)
+        return cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return run_command(argc - 2, argv + 2, argv[0]);
     if (strcmp(cmd, "import") == 0)
         return cmd_import(argc - 2, argv + 2);
     if (cmd[0] == '-')

@@ -1,0 +1,330 @@
+/* replay: a trace's run as a plan. */
+#include "replay.h"
+
+#include "error.h"
+#include "symbolize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Per string id: the tensor or op name it stands for right now in the plan. */
+typedef struct names {
+    char **current;  /* by string id: the current tenant's plan name, NULL: never bound */
+    uint32_t *count; /* by string id: tenants (or ops) named so far */
+    size_t n;
+} names;
+
+typedef struct builder {
+    const trace_data *t;
+    tlsan_plan *plan;
+    tlsan_error *err;
+    FILE *warn;
+    symbolizer *sym;
+    names tensors, ops, arenas;
+    char **arena_names; /* by arena id */
+    size_t n_arenas;
+    char ***stacks; /* by stack id: symbolized frames, built on first use */
+    size_t *stack_len;
+    size_t n_stacks;
+    uint64_t n_sync;
+} builder;
+
+static bool names_init(names *nm, size_t n)
+{
+    nm->n = n;
+    nm->current = calloc(n + 1, sizeof *nm->current);
+    nm->count = calloc(n + 1, sizeof *nm->count);
+    return nm->current && nm->count;
+}
+
+static void names_free(names *nm)
+{
+    if (nm->current)
+        for (size_t i = 0; i <= nm->n; i++)
+            free(nm->current[i]);
+    free(nm->current);
+    free(nm->count);
+}
+
+/* A new plan name for string `base`: "base" the first time, then "base#2", "base#3", ... */
+static char *fresh_name(const char *base, uint32_t k)
+{
+    size_t len = strlen(base) + 24;
+    char *s = malloc(len);
+    if (!s)
+        return NULL;
+    if (k <= 1)
+        snprintf(s, len, "%s", base);
+    else
+        snprintf(s, len, "%s#%u", base, k);
+    return s;
+}
+
+/* Starts a new tenant (or op) of string id `id`; returns its plan name. */
+static const char *names_next(builder *b, names *nm, uint64_t id)
+{
+    char *s = fresh_name(trace_str(b->t, id), ++nm->count[id]);
+    if (!s)
+        return NULL;
+    free(nm->current[id]);
+    nm->current[id] = s;
+    return s;
+}
+
+static bool is_shim_module(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 11 && strcmp(path + n - 11, "libtlsan.so") == 0;
+}
+
+/* The symbolized frames of a stack id (NULL, 0 for none). */
+static tlsan_status get_stack(builder *b, uint64_t id, const char *const **frames, size_t *n)
+{
+    *frames = NULL;
+    *n = 0;
+    if (id == 0 || id > b->n_stacks)
+        return TLSAN_OK;
+    if (!b->stacks[id]) {
+        trace_stack st = trace_stack_get(b->t, id);
+        char **out = calloc(st.n_frames + 1, sizeof *out);
+        if (!out)
+            return error_nomem(b->err);
+        size_t k = 0;
+        for (size_t i = 0; i < st.n_frames; i++) {
+            const trace_module *m = trace_module_get(b->t, st.frames[i].module);
+            char buf[1024];
+            if (!m)
+                snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)st.frames[i].offset);
+            else if (is_shim_module(m->path))
+                continue;
+            else if (b->sym)
+                symbolizer_frame(b->sym, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
+            else
+                symbolizer_frame(NULL, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
+            if (!(out[k] = strdup(buf))) {
+                for (size_t j = 0; j < k; j++)
+                    free(out[j]);
+                free(out);
+                return error_nomem(b->err);
+            }
+            k++;
+        }
+        b->stacks[id] = out;
+        b->stack_len[id] = k;
+    }
+    *frames = (const char *const *)b->stacks[id];
+    *n = b->stack_len[id];
+    return TLSAN_OK;
+}
+
+/* Maps trace name ids to the current tenants' plan names, leaving out never-bound ones. */
+static tlsan_status map_names(builder *b, const uint64_t *ids, size_t n, const char **out,
+                              size_t *n_out, const char *op, const char *role)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *cur = b->tensors.current[ids[i]];
+        if (!cur) {
+            if (b->warn)
+                fprintf(b->warn,
+                        "tlsan: replay: op '%s' %s '%s', which was never bound; left out\n", op,
+                        role, trace_str(b->t, ids[i]));
+            continue;
+        }
+        out[k++] = cur;
+    }
+    *n_out = k;
+    return TLSAN_OK;
+}
+
+static tlsan_status add_op(builder *b, const trace_event *ev)
+{
+    const char *name = names_next(b, &b->ops, ev->name);
+    if (!name)
+        return error_nomem(b->err);
+    size_t total = ev->n_reads + ev->n_writes + 2 * ev->n_inplace;
+    const char **buf = calloc(total + 1, sizeof *buf);
+    if (!buf)
+        return error_nomem(b->err);
+    tlsan_op_desc op = {.name = name};
+    const char **reads = buf, **writes = buf + ev->n_reads;
+    const char **inplace = writes + ev->n_writes;
+    map_names(b, ev->names, ev->n_reads, reads, &op.n_reads, name, "reads");
+    map_names(b, ev->names + ev->n_reads, ev->n_writes, writes, &op.n_writes, name, "writes");
+    /* An in-place pair is kept only when both of its tensors are known. */
+    size_t k = 0;
+    for (size_t i = 0; i < ev->n_inplace; i++) {
+        const uint64_t *pair = ev->names + ev->n_reads + ev->n_writes + 2 * i;
+        const char *o = b->tensors.current[pair[0]], *in = b->tensors.current[pair[1]];
+        if (o && in) {
+            inplace[2 * k] = o;
+            inplace[2 * k + 1] = in;
+            k++;
+        }
+    }
+    op.reads = reads;
+    op.writes = writes;
+    op.inplace = inplace;
+    op.n_inplace = k;
+    char stream[32];
+    if (ev->a != 0) {
+        snprintf(stream, sizeof stream, "s%llu", (unsigned long long)ev->a);
+        op.stream = stream;
+    }
+    tlsan_status st = get_stack(b, ev->stack, &op.stack, &op.n_stack);
+    if (st == TLSAN_OK)
+        st = tlsan_plan_add_op(b->plan, &op, b->err);
+    free(buf);
+    return st;
+}
+
+static tlsan_status add_sync(builder *b, const trace_event *ev)
+{
+    char name[96], event[32], stream[32];
+    tlsan_op_desc op = {.name = name};
+    b->n_sync++;
+    if (ev->tag == TRACE_SYNC) {
+        snprintf(name, sizeof name, "sync#%llu", (unsigned long long)b->n_sync);
+        op.sync = TLSAN_SYNC_ALL;
+    } else {
+        snprintf(event, sizeof event, "e%llu", (unsigned long long)ev->a);
+        if (ev->b != 0) {
+            snprintf(stream, sizeof stream, "s%llu", (unsigned long long)ev->b);
+            op.stream = stream;
+        }
+        op.event = event;
+        op.sync = ev->tag == TRACE_RECORD ? TLSAN_SYNC_RECORD : TLSAN_SYNC_WAIT;
+        snprintf(name, sizeof name, "%s %s on %s#%llu", ev->tag == TRACE_RECORD ? "record" : "wait",
+                 event, op.stream ? stream : "main", (unsigned long long)b->n_sync);
+    }
+    tlsan_status st = get_stack(b, ev->stack, &op.stack, &op.n_stack);
+    if (st == TLSAN_OK)
+        st = tlsan_plan_add_op(b->plan, &op, b->err);
+    return st;
+}
+
+static tlsan_status add_event(builder *b, const trace_event *ev)
+{
+    tlsan_status st = TLSAN_OK;
+    switch (ev->tag) {
+    case TRACE_ARENA: {
+        /* An engine that creates its arena again gets "a0#2" for the second one. */
+        const char *fresh = names_next(b, &b->arenas, ev->name);
+        char *name = fresh ? strdup(fresh) : NULL;
+        if (!name)
+            return error_nomem(b->err);
+        b->arena_names[ev->id] = name;
+        tlsan_arena_desc a = {.name = name, .bytes = ev->b};
+        return tlsan_plan_add_arena(b->plan, &a, b->err);
+    }
+    case TRACE_BIND: {
+        const char *name = names_next(b, &b->tensors, ev->name);
+        if (!name)
+            return error_nomem(b->err);
+        tlsan_tensor_desc td = {.name = name,
+                                .bytes = ev->b,
+                                .arena = b->arena_names[ev->arena],
+                                .offset_bytes = ev->a};
+        if (ev->flags & 1u)
+            td.flags |= TLSAN_TENSOR_INPUT;
+        if (ev->flags & 2u)
+            td.flags |= TLSAN_TENSOR_OUTPUT;
+        st = get_stack(b, ev->stack, &td.stack, &td.n_stack);
+        if (st == TLSAN_OK)
+            st = tlsan_plan_add_tensor(b->plan, &td, b->err);
+        return st;
+    }
+    case TRACE_VIEW: {
+        const char *base = b->tensors.current[ev->base_name];
+        if (!base) {
+            if (b->warn)
+                fprintf(b->warn,
+                        "tlsan: replay: view '%s' of '%s', which was never bound; left out\n",
+                        trace_str(b->t, ev->name), trace_str(b->t, ev->base_name));
+            return TLSAN_OK;
+        }
+        char *base_copy = strdup(base); /* names_next may free it when a view names itself */
+        const char *name = base_copy ? names_next(b, &b->tensors, ev->name) : NULL;
+        if (!name) {
+            free(base_copy);
+            return error_nomem(b->err);
+        }
+        tlsan_tensor_desc td = {
+            .name = name, .bytes = ev->b, .view_of = base_copy, .view_offset_bytes = ev->a};
+        st = get_stack(b, ev->stack, &td.stack, &td.n_stack);
+        if (st == TLSAN_OK)
+            st = tlsan_plan_add_tensor(b->plan, &td, b->err);
+        free(base_copy);
+        return st;
+    }
+    case TRACE_OP:
+        return add_op(b, ev);
+    case TRACE_RECORD:
+    case TRACE_WAIT:
+    case TRACE_SYNC:
+        return add_sync(b, ev);
+    default:
+        return TLSAN_OK; /* releases end nothing: lifetimes come from the ops */
+    }
+}
+
+tlsan_status replay_build(const trace_data *t, const char *name, bool symbolize, FILE *warn,
+                          tlsan_plan **out, tlsan_error *err)
+{
+    *out = NULL;
+    tlsan_status st = TLSAN_OK;
+    builder b = {.t = t, .err = err, .warn = warn};
+    size_t n_strings = trace_n_strings(t);
+    size_t n_arenas = 0;
+    for (size_t i = 0; i < trace_n_events(t); i++)
+        if (trace_event_at(t, i)->tag == TRACE_ARENA)
+            n_arenas++;
+    b.n_arenas = n_arenas;
+    b.n_stacks = trace_n_stacks(t);
+    b.arena_names = calloc(n_arenas + 1, sizeof *b.arena_names);
+    b.stacks = calloc(b.n_stacks + 1, sizeof *b.stacks);
+    b.stack_len = calloc(b.n_stacks + 1, sizeof *b.stack_len);
+    b.plan = tlsan_plan_create();
+    if (!b.arena_names || !b.stacks || !b.stack_len || !b.plan ||
+        !names_init(&b.tensors, n_strings) || !names_init(&b.ops, n_strings) ||
+        !names_init(&b.arenas, n_strings)) {
+        st = error_nomem(err);
+        goto done;
+    }
+    if (symbolize && !(b.sym = symbolizer_create())) {
+        st = error_nomem(err);
+        goto done;
+    }
+    if (name && (st = tlsan_plan_set_name(b.plan, name)) != TLSAN_OK)
+        goto done;
+    for (size_t i = 0; i < trace_n_events(t); i++) {
+        st = add_event(&b, trace_event_at(t, i));
+        if (st != TLSAN_OK)
+            goto done;
+    }
+    st = tlsan_plan_finalize(b.plan, err);
+    if (st == TLSAN_OK) {
+        *out = b.plan;
+        b.plan = NULL;
+    }
+done:
+    tlsan_plan_free(b.plan);
+    names_free(&b.tensors);
+    names_free(&b.ops);
+    names_free(&b.arenas);
+    if (b.arena_names)
+        for (size_t i = 0; i <= n_arenas; i++)
+            free(b.arena_names[i]);
+    free(b.arena_names);
+    if (b.stacks)
+        for (size_t i = 0; i <= b.n_stacks; i++) {
+            if (b.stacks[i])
+                for (size_t j = 0; j < b.stack_len[i]; j++)
+                    free(b.stacks[i][j]);
+            free(b.stacks[i]);
+        }
+    free(b.stacks);
+    free(b.stack_len);
+    symbolizer_free(b.sym);
+    return st;
+}
