@@ -28,7 +28,7 @@ echo "== tests under AddressSanitizer + UBSan"
 show_skips build-asan
 
 echo "== formatting (clang-format)"
-files=$(git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'examples/*.c' 2>/dev/null || true)
+files=$(git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 'shim/*.c' 'shim/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'examples/*.c' 'examples/*.h' 2>/dev/null || true)
 if [ -n "$files" ]; then
   clang-format --dry-run --Werror $files
 fi

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bench/shim.sh [BUILD_DIR]: the runtime shim's overhead (docs/performance.md, issue 3).
+#
+# Two programs, each timed natively and then under the shim in several configurations, under
+# Valgrind memcheck and as an AddressSanitizer build, all in one run so the ratios compare
+# like with like:
+#   - bench/tlsan_malloc_heavy (allocator-bound: 2M allocations of mixed sizes, each written
+#     and read);
+#   - examples/engine/engine (the annotated example engine, thread-pool executor, repeated).
+# Wall time is the best of TLSAN_BENCH_REPEAT runs (default 3; Valgrind: 1 run). Every run's
+# output must equal the native run's (the shim must not change results); a mismatch fails.
+#
+# Environment: TLSAN_BENCH_REPEAT (3), TLSAN_BENCH_HEAVY_N (2000000),
+# TLSAN_BENCH_ENGINE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"),
+# TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it).
+set -euo pipefail
+
+build=${1:-build}
+repeat=${TLSAN_BENCH_REPEAT:-3}
+heavy_n=${TLSAN_BENCH_HEAVY_N:-2000000}
+read -r -a engine_args <<<"${TLSAN_BENCH_ENGINE_ARGS:---exec pool --repeat 40 --seq 64 --hidden 128}"
+with_valgrind=${TLSAN_BENCH_VALGRIND:-1}
+src=$(cd "$(dirname "$0")/.." && pwd)
+
+shim=$build/libtlsan.so
+heavy=$build/bench/tlsan_malloc_heavy
+engine=$build/examples/engine/engine
+for f in "$shim" "$heavy" "$engine"; do
+    if [[ ! -e $f ]]; then
+        echo "bench/shim.sh: $f not found; build first: cmake -S . -B $build && cmake --build $build -j2" >&2
+        exit 2
+    fi
+done
+shim=$(cd "$(dirname "$shim")" && pwd)/libtlsan.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The AddressSanitizer builds of both programs, with the same optimisation as the plain ones.
+cc -O2 -g -fsanitize=address -fno-omit-frame-pointer "$src/bench/malloc_heavy.c" -o "$tmp/heavy-asan"
+cc -O2 -g -fsanitize=address -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I"$src/include" \
+    "$src"/examples/engine/*.c -o "$tmp/engine-asan" -lm -lpthread
+
+now() { date +%s.%N; }
+
+# time_run LABEL EXPECTED_OUTPUT_FILE RUNS ENV... -- CMD...: best wall seconds, checks output.
+time_run() {
+    local label=$1 expect=$2 runs=$3
+    shift 3
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    local best=""
+    for ((r = 0; r < runs; r++)); do
+        local t0 t1
+        t0=$(now)
+        env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
+            echo "bench/shim.sh: $label failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+        t1=$(now)
+        if [[ -n $expect ]] && ! cmp -s "$tmp/out" "$expect"; then
+            echo "bench/shim.sh: $label changed the program's output" >&2
+            diff "$expect" "$tmp/out" | head >&2
+            exit 1
+        fi
+        best=$(awk -v a="$t0" -v b="$t1" -v best="$best" \
+            'BEGIN { d = b - a; if (best == "" || d < best) best = d; printf "%.4f", best }')
+    done
+    echo "$best"
+}
+
+off="fill=0:quarantine_mb=0:redzone=0:stack_depth=0:checksum=off:trace=0"
+configs=(
+    "native||"
+    "shim, interposition alone ($off)|LD_PRELOAD=$shim|TLSAN_OPTIONS=$off"
+    "shim, fills off (fill=0)|LD_PRELOAD=$shim|TLSAN_OPTIONS=fill=0:trace_path=$tmp/t.trace"
+    "shim, fills on (defaults)|LD_PRELOAD=$shim|TLSAN_OPTIONS=trace_path=$tmp/t.trace"
+    "shim, checksum=all|LD_PRELOAD=$shim|TLSAN_OPTIONS=checksum=all:trace_path=$tmp/t.trace"
+)
+
+row() { awk -v l="$1" -v t="$2" -v b="$3" 'BEGIN { printf "| %s | %.3f | %.2fx |\n", l, t, t / b }'; }
+
+bench_program() {
+    local name=$1 asan=$2
+    shift 2
+    local native_out=$tmp/native-$name.out
+    "$@" >"$native_out"
+    local base=""
+    echo
+    echo "### $name: \`$(basename "$1") ${*:2}\`"
+    echo
+    echo "| configuration | wall s | vs native |"
+    echo "|---|---:|---:|"
+    for c in "${configs[@]}"; do
+        IFS='|' read -r label e1 e2 <<<"$c"
+        local envs=(TLSAN_BENCH=1)
+        [[ -n $e1 ]] && envs+=("$e1")
+        [[ -n $e2 ]] && envs+=("$e2")
+        local t
+        t=$(time_run "$label" "$native_out" "$repeat" "${envs[@]}" -- "$@")
+        [[ -z $base ]] && base=$t
+        row "$label" "$t" "$base"
+    done
+    local t
+    t=$(time_run "AddressSanitizer build" "$native_out" "$repeat" ASAN_OPTIONS=detect_leaks=0 -- "$asan" "${@:2}")
+    row "AddressSanitizer build (-O2)" "$t" "$base"
+    if [[ $with_valgrind == 1 ]] && command -v valgrind >/dev/null; then
+        t=$(time_run "valgrind" "$native_out" 1 TLSAN_BENCH=1 -- valgrind -q --tool=memcheck "$@")
+        row "Valgrind memcheck" "$t" "$base"
+    fi
+}
+
+echo "## Shim overhead, $(date -u +%Y-%m-%d), $(nproc) cores, best of $repeat"
+bench_program malloc_heavy "$tmp/heavy-asan" "$heavy" "$heavy_n"
+bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
+echo
+echo "Targets: interposition alone <= 1.3x native on malloc_heavy; checksum=all <= 2x native on the engine."
