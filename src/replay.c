@@ -14,6 +14,16 @@ typedef struct names {
     size_t n;
 } names;
 
+/* A tensor of the rebuilt plan. Tensors are added to the plan at the end, once it is known
+ * how long each output stayed with the caller. */
+typedef struct tenant {
+    char *name;
+    char *view_of; /* NULL for a storage root */
+    uint64_t bytes, offset, arena, stack;
+    unsigned flags;
+    bool open_output; /* an output the caller still holds */
+} tenant;
+
 typedef struct builder {
     const trace_data *t;
     tlsan_plan *plan;
@@ -26,7 +36,10 @@ typedef struct builder {
     char ***stacks; /* by stack id: symbolized frames, built on first use */
     size_t *stack_len;
     size_t n_stacks;
-    uint64_t n_sync;
+    uint64_t n_sync, n_host;
+    tenant *tenants;
+    size_t n_tenants, cap_tenants;
+    size_t *tenant_of; /* by string id: index of its current tenant, SIZE_MAX: none */
 } builder;
 
 static bool names_init(names *nm, size_t n)
@@ -203,6 +216,118 @@ static tlsan_status add_sync(builder *b, const trace_event *ev)
     return st;
 }
 
+/* A host op at this point of the run, touching one tensor: "bind x @3" writes a graph input
+ * when it is bound (so an input bound again in a later run of the graph starts there, not at
+ * step -1), "release y @7" reads an output when the caller gives it back (so it ends there,
+ * not at the last step). Numbered by a counter of host ops, so names stay unique. */
+static tlsan_status add_host_op(builder *b, const char *what, const char *tensor, bool write,
+                                uint64_t stack)
+{
+    size_t len = strlen(what) + strlen(tensor) + 32;
+    char *name = malloc(len);
+    if (!name)
+        return error_nomem(b->err);
+    snprintf(name, len, "%s %s @%llu", what, tensor, (unsigned long long)++b->n_host);
+    const char *names[1] = {tensor};
+    tlsan_op_desc op = {.name = name};
+    if (write) {
+        op.writes = names;
+        op.n_writes = 1;
+    } else {
+        op.reads = names;
+        op.n_reads = 1;
+    }
+    tlsan_status st = get_stack(b, stack, &op.stack, &op.n_stack);
+    if (st == TLSAN_OK)
+        st = tlsan_plan_add_op(b->plan, &op, b->err);
+    free(name);
+    return st;
+}
+
+/* The caller gives back an output (release, a new tenant of its name, its arena's end). */
+static tlsan_status end_output(builder *b, size_t index, uint64_t stack)
+{
+    tenant *tn = &b->tenants[index];
+    if (!tn->open_output)
+        return TLSAN_OK;
+    tn->open_output = false;
+    tn->flags &= ~(unsigned)TLSAN_TENSOR_OUTPUT;
+    return add_host_op(b, "release", tn->name, false, stack);
+}
+
+static tlsan_status add_tenant(builder *b, const trace_event *ev)
+{
+    const char *base = NULL;
+    if (ev->tag == TRACE_VIEW) {
+        size_t bi = b->tenant_of[ev->base_name];
+        if (bi == SIZE_MAX) {
+            if (b->warn)
+                fprintf(b->warn,
+                        "tlsan: replay: view '%s' of '%s', which was never bound; left out\n",
+                        trace_str(b->t, ev->name), trace_str(b->t, ev->base_name));
+            return TLSAN_OK;
+        }
+        base = b->tenants[bi].name;
+    }
+    size_t prev = b->tenant_of[ev->name];
+    if (prev != SIZE_MAX) {
+        tlsan_status st = end_output(b, prev, ev->stack);
+        if (st != TLSAN_OK)
+            return st;
+    }
+    if (b->n_tenants == b->cap_tenants) {
+        size_t cap = b->cap_tenants ? 2 * b->cap_tenants : 64;
+        tenant *grown = realloc(b->tenants, cap * sizeof *grown);
+        if (!grown)
+            return error_nomem(b->err);
+        b->tenants = grown;
+        b->cap_tenants = cap;
+    }
+    const char *fresh = names_next(b, &b->tensors, ev->name);
+    tenant tn = {.bytes = ev->b, .offset = ev->a, .stack = ev->stack};
+    tn.name = fresh ? strdup(fresh) : NULL;
+    tn.view_of = base ? strdup(base) : NULL;
+    if (!tn.name || (base && !tn.view_of)) {
+        free(tn.name);
+        free(tn.view_of);
+        return error_nomem(b->err);
+    }
+    if (ev->tag == TRACE_BIND) {
+        tn.arena = ev->arena;
+        if (ev->flags & 2u) {
+            tn.flags |= TLSAN_TENSOR_OUTPUT;
+            tn.open_output = true;
+        }
+    }
+    b->tenant_of[ev->name] = b->n_tenants;
+    b->tenants[b->n_tenants++] = tn;
+    if (ev->tag == TRACE_BIND && (ev->flags & 1u))
+        return add_host_op(b, "bind", tn.name, true, ev->stack);
+    return TLSAN_OK;
+}
+
+/* Adds every tenant to the plan, in bind order. */
+static tlsan_status add_tenants(builder *b)
+{
+    for (size_t i = 0; i < b->n_tenants; i++) {
+        const tenant *tn = &b->tenants[i];
+        tlsan_tensor_desc td = {.name = tn->name, .bytes = tn->bytes, .flags = tn->flags};
+        if (tn->view_of) {
+            td.view_of = tn->view_of;
+            td.view_offset_bytes = tn->offset;
+        } else {
+            td.arena = b->arena_names[tn->arena];
+            td.offset_bytes = tn->offset;
+        }
+        tlsan_status st = get_stack(b, tn->stack, &td.stack, &td.n_stack);
+        if (st == TLSAN_OK)
+            st = tlsan_plan_add_tensor(b->plan, &td, b->err);
+        if (st != TLSAN_OK)
+            return st;
+    }
+    return TLSAN_OK;
+}
+
 static tlsan_status add_event(builder *b, const trace_event *ev)
 {
     tlsan_status st = TLSAN_OK;
@@ -217,46 +342,18 @@ static tlsan_status add_event(builder *b, const trace_event *ev)
         tlsan_arena_desc a = {.name = name, .bytes = ev->b};
         return tlsan_plan_add_arena(b->plan, &a, b->err);
     }
-    case TRACE_BIND: {
-        const char *name = names_next(b, &b->tensors, ev->name);
-        if (!name)
-            return error_nomem(b->err);
-        tlsan_tensor_desc td = {.name = name,
-                                .bytes = ev->b,
-                                .arena = b->arena_names[ev->arena],
-                                .offset_bytes = ev->a};
-        if (ev->flags & 1u)
-            td.flags |= TLSAN_TENSOR_INPUT;
-        if (ev->flags & 2u)
-            td.flags |= TLSAN_TENSOR_OUTPUT;
-        st = get_stack(b, ev->stack, &td.stack, &td.n_stack);
-        if (st == TLSAN_OK)
-            st = tlsan_plan_add_tensor(b->plan, &td, b->err);
+    case TRACE_BIND:
+    case TRACE_VIEW:
+        return add_tenant(b, ev);
+    case TRACE_RELEASE:
+        if (b->tenant_of[ev->name] != SIZE_MAX)
+            return end_output(b, b->tenant_of[ev->name], ev->stack);
+        return TLSAN_OK;
+    case TRACE_ARENA_END:
+        for (size_t i = 0; i < b->n_tenants && st == TLSAN_OK; i++)
+            if (b->tenants[i].arena == ev->id)
+                st = end_output(b, i, ev->stack);
         return st;
-    }
-    case TRACE_VIEW: {
-        const char *base = b->tensors.current[ev->base_name];
-        if (!base) {
-            if (b->warn)
-                fprintf(b->warn,
-                        "tlsan: replay: view '%s' of '%s', which was never bound; left out\n",
-                        trace_str(b->t, ev->name), trace_str(b->t, ev->base_name));
-            return TLSAN_OK;
-        }
-        char *base_copy = strdup(base); /* names_next may free it when a view names itself */
-        const char *name = base_copy ? names_next(b, &b->tensors, ev->name) : NULL;
-        if (!name) {
-            free(base_copy);
-            return error_nomem(b->err);
-        }
-        tlsan_tensor_desc td = {
-            .name = name, .bytes = ev->b, .view_of = base_copy, .view_offset_bytes = ev->a};
-        st = get_stack(b, ev->stack, &td.stack, &td.n_stack);
-        if (st == TLSAN_OK)
-            st = tlsan_plan_add_tensor(b->plan, &td, b->err);
-        free(base_copy);
-        return st;
-    }
     case TRACE_OP:
         return add_op(b, ev);
     case TRACE_RECORD:
@@ -264,7 +361,7 @@ static tlsan_status add_event(builder *b, const trace_event *ev)
     case TRACE_SYNC:
         return add_sync(b, ev);
     default:
-        return TLSAN_OK; /* releases end nothing: lifetimes come from the ops */
+        return TLSAN_OK;
     }
 }
 
@@ -285,7 +382,11 @@ tlsan_status replay_build(const trace_data *t, const char *name, bool symbolize,
     b.stacks = calloc(b.n_stacks + 1, sizeof *b.stacks);
     b.stack_len = calloc(b.n_stacks + 1, sizeof *b.stack_len);
     b.plan = tlsan_plan_create();
-    if (!b.arena_names || !b.stacks || !b.stack_len || !b.plan ||
+    b.tenant_of = malloc((n_strings + 1) * sizeof *b.tenant_of);
+    if (b.tenant_of)
+        for (size_t i = 0; i <= n_strings; i++)
+            b.tenant_of[i] = SIZE_MAX;
+    if (!b.tenant_of || !b.arena_names || !b.stacks || !b.stack_len || !b.plan ||
         !names_init(&b.tensors, n_strings) || !names_init(&b.ops, n_strings) ||
         !names_init(&b.arenas, n_strings)) {
         st = error_nomem(err);
@@ -302,7 +403,9 @@ tlsan_status replay_build(const trace_data *t, const char *name, bool symbolize,
         if (st != TLSAN_OK)
             goto done;
     }
-    st = tlsan_plan_finalize(b.plan, err);
+    st = add_tenants(&b);
+    if (st == TLSAN_OK)
+        st = tlsan_plan_finalize(b.plan, err);
     if (st == TLSAN_OK) {
         *out = b.plan;
         b.plan = NULL;
@@ -312,6 +415,12 @@ done:
     names_free(&b.tensors);
     names_free(&b.ops);
     names_free(&b.arenas);
+    for (size_t i = 0; i < b.n_tenants; i++) {
+        free(b.tenants[i].name);
+        free(b.tenants[i].view_of);
+    }
+    free(b.tenants);
+    free(b.tenant_of);
     if (b.arena_names)
         for (size_t i = 0; i <= n_arenas; i++)
             free(b.arena_names[i]);

@@ -68,12 +68,13 @@ static void test_rebuilds_the_run(void **state)
     assert_string_equal(
         json,
         "{\"tlsan_plan\":1,\"name\":\"run of pid 7\",\"arenas\":[{\"name\":\"a0\",\"bytes\":4096}],"
-        "\"tensors\":[{\"name\":\"x\",\"bytes\":128,\"arena\":\"a0\",\"offset\":0,\"input\":true,"
+        "\"tensors\":[{\"name\":\"x\",\"bytes\":128,\"arena\":\"a0\",\"offset\":0,"
         "\"stack\":[\"engine+0x123\"]},{\"name\":\"y\",\"bytes\":128,\"arena\":\"a0\",\"offset\":"
         "64},"
         "{\"name\":\"x#2\",\"bytes\":256,\"arena\":\"a0\",\"offset\":512,\"output\":true},"
         "{\"name\":\"v\",\"bytes\":64,\"view_of\":\"x#2\",\"view_offset\":128}],"
-        "\"ops\":[{\"name\":\"w1\",\"reads\":[\"x\"],\"writes\":[\"y\"]},{\"name\":\"r\",\"reads\":"
+        "\"ops\":[{\"name\":\"bind x @1\",\"writes\":[\"x\"],\"stack\":[\"engine+0x123\"]},"
+        "{\"name\":\"w1\",\"reads\":[\"x\"],\"writes\":[\"y\"]},{\"name\":\"r\",\"reads\":"
         "[\"x\"]},"
         "{\"name\":\"w2\",\"writes\":[\"v\"],\"stream\":\"s1\",\"stack\":[\"engine+0x123\"]},"
         "{\"name\":\"record e3 on s1#1\",\"stream\":\"s1\",\"record\":\"e3\"},"
@@ -92,6 +93,60 @@ static void test_rebuilds_the_run(void **state)
     tlsan_plan_free(plan);
     trace_data_free(t);
     tg_free(&g);
+}
+
+/* Runs one graph twice in one arena: the output y of each run is placed where t of the same
+ * run later goes. With y given back (released) before t is bound, nothing overlaps; without
+ * the release, the output stays live and t overwrites it. */
+static size_t findings_of_two_runs(bool release_output, const char **first_kind)
+{
+    tracegen g = {0};
+    tg_header(&g, 9);
+    const char *strings[] = {"a0", "y", "t", "mk", "use"};
+    for (unsigned i = 0; i < 5; i++)
+        tg_rec(&g, 1, "us", U(i + 1), strings[i]);
+    tg_rec(&g, 4, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
+    for (int run = 0; run < 2; run++) {
+        tg_rec(&g, 6, "uuuuuuu", U(2), U(1), U(0), U(64), U(2), U(0), U(1)); /* y, output */
+        tg_rec(&g, 9, "uuuuuuuuuu", U(run * 2 + 1), U(4), U(0), U(0), U(1), U(2), U(0), U(0), U(0),
+               U(1));
+        if (release_output)
+            tg_rec(&g, 8, "uuu", U(2), U(0), U(0));
+        tg_rec(&g, 6, "uuuuuuu", U(3), U(1), U(0), U(64), U(0), U(0), U(1)); /* t on y */
+        tg_rec(&g, 9, "uuuuuuuuu", U(run * 2 + 2), U(5), U(0), U(0), U(1), U(3), U(0), U(0), U(1));
+        tg_rec(&g, 8, "uuu", U(3), U(0), U(0));
+    }
+    tg_rec(&g, 5, "uu", U(1), U(0));
+    tg_rec(&g, 16, "u", U(0));
+    trace_data *t = NULL;
+    tlsan_error err = {0};
+    assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);
+    tlsan_plan *plan = NULL;
+    assert_int_equal(replay_build(t, NULL, false, NULL, &plan, &err), TLSAN_OK);
+    tlsan_report *report = NULL;
+    assert_int_equal(tlsan_check(plan, NULL, &report), TLSAN_OK);
+    size_t n = tlsan_report_count(report);
+    if (getenv("TLSAN_TEST_DEBUG")) {
+        tlsan_plan_write(plan, stderr, true);
+        tlsan_report_write(report, TLSAN_FORMAT_TEXT, NULL, stderr);
+    }
+    *first_kind = n ? tlsan_kind_name(tlsan_report_finding(report, 0)->kind) : "";
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+    trace_data_free(t);
+    tg_free(&g);
+    return n;
+}
+
+static void test_outputs_end_at_release(void **state)
+{
+    (void)state;
+    const char *kind = NULL;
+    assert_int_equal(findings_of_two_runs(true, &kind), 0);
+    /* Without the release, each run's y is live until the next y is bound (the first run's)
+     * or the arena ends (the second's): both overlap their run's t. */
+    assert_int_equal(findings_of_two_runs(false, &kind), 2);
+    assert_string_equal(kind, "live-overlap");
 }
 
 /* An op naming a tensor that was never bound: left out, with one warning line. */
@@ -128,6 +183,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rebuilds_the_run),
         cmocka_unit_test(test_unbound_name_warned),
+        cmocka_unit_test(test_outputs_end_at_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
