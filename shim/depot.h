@@ -10,9 +10,11 @@
 
 #define DEPOT_MAX_FRAMES 64
 
-/* Captures the calling thread's stack (stack_depth frames at most, the innermost `skip`
- * dropped) and interns it. Returns its id, or 0 when stacks are off, the capture failed, or
- * the depot is full. Safe inside allocation hooks (guards re-entry itself). */
+/* Captures the calling thread's stack (stack_depth frames at most) and interns it. Frame 0
+ * is the caller of depot_capture, with the innermost `skip` frames dropped from there (an
+ * allocation hook passes 1 so that frame 0 is the program's call to malloc). Returns its id, or 0
+ * when stacks are off, the capture failed, or the depot is full. Safe inside allocation hooks
+ * (guards re-entry itself). */
 uint32_t depot_capture(unsigned skip);
 
 /* Interns given frames; returns the id (0 on failure). */
@@ -27,5 +29,10 @@ unsigned depot_get(uint32_t id, const uintptr_t **frames);
  * dladdr. Never allocates when symbolize is false. */
 struct outbuf;
 void depot_format(struct outbuf *b, uint32_t id, int symbolize);
+
+/* Fork handlers (shim.c): the insert lock. */
+void depot_lock(void);
+void depot_unlock(void);
+void depot_reinit_lock(void);
 
 #endif

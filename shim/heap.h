@@ -4,6 +4,7 @@
 #ifndef TLSAN_SHIM_HEAP_H
 #define TLSAN_SHIM_HEAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,5 +22,59 @@ static inline unsigned char sentinel_byte(uintptr_t a)
 {
     return (a & 1) ? 0x7F : 0xFE;
 }
+
+/* How a freed block that was filled is verified when it leaves the quarantine (and at exit):
+ * a block of at most HEAP_VERIFY_FULL_BYTES is compared in full; a larger one is sampled:
+ * its first and last 256 bytes plus 64 windows of 64 bytes spread evenly between them
+ * (about 4.5 KiB per block, so evicting a 1 GiB block costs microseconds, not a full scan).
+ * A write that lands elsewhere in a large block is missed. */
+#define HEAP_VERIFY_FULL_BYTES 4096u
+/* Returns the offset of the first changed byte the rule above finds, or n. */
+size_t sentinel_verify(const void *p, size_t n);
+
+/* Block flags. */
+enum {
+    HEAP_LITE = 1u << 0, /* allocated re-entered (inside the shim): no redzone, no stack */
+};
+
+/* Maps the side table and the quarantine (options must be parsed). Returns false when the
+ * memory cannot be mapped. */
+bool heap_init(void);
+/* The real free (set by interpose.c; the unit tests pass libc's). Blocks leaving the
+ * quarantine go there. */
+void heap_set_real_free(void (*real_free)(void *));
+/* Redzone bytes to allocate after each block (0 when off). */
+size_t heap_redzone(void);
+
+/* Tracks a block the real allocator just returned: `size` requested bytes at p, followed by
+ * heap_redzone() more unless flags has HEAP_LITE. Fills the redzone. Returns false (after
+ * shim_fail) when the table cannot grow. */
+bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags);
+
+/* The free hook's body, for a pointer that is not NULL. Full mode: checks (double-free,
+ * invalid-free, redzone), fills, quarantines, evicts. Lite (re-entered): forgets the block and
+ * frees it at once; ignores pointers it does not track. */
+void heap_free(void *p, uint32_t free_stack, int lite);
+
+/* Evicts every block in the quarantine (verifying each): the hooks call it when the real
+ * allocator fails, so the memory held back is not what makes a correct program run out.
+ * Returns true when there was anything to evict. */
+bool heap_quarantine_drain(void);
+
+/* What the table knows of p: 1 live (size set), 2 freed and in quarantine, 0 unknown. */
+int heap_lookup(const void *p, size_t *size);
+
+/* Verifies every block still in the quarantine (at exit); returns the findings made. */
+unsigned heap_verify_quarantine(int symbolize);
+
+struct heap_stats {
+    uint64_t allocs, frees, live_blocks, quarantine_blocks, quarantine_bytes, evictions;
+};
+void heap_get_stats(struct heap_stats *s);
+
+/* Fork handlers (shim.c): every table lock, then the quarantine lock. */
+void heap_lock_all(void);
+void heap_unlock_all(void);
+void heap_reinit_locks(void);
 
 #endif

@@ -20,5 +20,11 @@ const struct shim_module *modules_find(uintptr_t addr);
 const struct shim_module *modules_get(uint32_t id);
 /* Number of modules known so far. */
 uint32_t modules_count(void);
+/* Rescans now (adds new modules, retires unloaded ones). */
+void modules_refresh(void);
+/* Fork handlers (shim.c): the rescan lock. */
+void modules_lock(void);
+void modules_unlock(void);
+void modules_reinit_lock(void);
 
 #endif

@@ -26,11 +26,6 @@ enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL 
     X(STR, inject, "", "self-test fault to plant (ggml adapter)")
 
 struct shim_options {
-#define SHIM_OPT_FIELD_BOOL       bool
-#define SHIM_OPT_FIELD_INT        int
-#define SHIM_OPT_FIELD_SIZE       uint64_t
-#define SHIM_OPT_FIELD_STR        char
-#define SHIM_OPT_FIELD_CHECKSUM   enum shim_checksum
 #define SHIM_OPT_DECL_BOOL(n)     bool n
 #define SHIM_OPT_DECL_INT(n)      int n
 #define SHIM_OPT_DECL_SIZE(n)     uint64_t n
@@ -44,11 +39,16 @@ struct shim_options {
 /* Sets every option to its default. */
 void options_defaults(struct shim_options *o);
 
-/* Parses "key=value:key=value" (also ',' or whitespace as separators) over the current
- * values. Never allocates. On an unknown key or a bad value, writes a one-line message
- * (no newline) to err and returns false; the options parsed before it stay set, the bad one
- * keeps its previous value, and parsing continues with the next pair. */
+/* Parses "key=value:key=value" (also ',' or whitespace as separators; a value may be quoted
+ * with ' or ") over the current values. Never allocates. On an unknown key or a bad value
+ * the pair is ignored (the option keeps its previous value), parsing continues with the next
+ * pair, and the function returns false; err (may be NULL) then holds one message per bad pair,
+ * each a full line "tlsan: TLSAN_OPTIONS: ..." without its newline, joined by '\n'. */
 bool options_parse(struct shim_options *o, const char *text, char *err, size_t err_bytes);
+
+/* Appends "name=value" for one option (its current value in o) to b; nothing if unknown. */
+struct outbuf;
+void options_append(struct outbuf *b, const struct shim_options *o, const char *name);
 
 /* Writes the option table (name, default, help) to fd, one line each. Never allocates. */
 void options_print_help(int fd);

@@ -57,5 +57,7 @@ void report_end(struct report *r, const char *summary_fmt, ...)
 
 /* Findings reported so far by this process. */
 uint64_t report_count(void);
+/* In a forked child: frees report slots held by threads that do not exist there. */
+void report_reinit_in_child(void);
 
 #endif

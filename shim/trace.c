@@ -1,79 +1,746 @@
-/* trace.c - placeholder no-op writer; the real one follows docs/trace-format.md. */
+/* trace.c - the trace writer (docs/trace-format.md).
+ *
+ * The file is mapped MAP_SHARED and grown in 1 MiB steps (fallocate, so a full disk is an
+ * error here and not a SIGBUS later), so every record is in the page cache as soon as it is
+ * written: a crash, _exit or SIGKILL loses nothing that was completed. A record is written
+ * payload first and its tag byte last (a release store): a record cut short by a crash
+ * still has tag 0 there, which readers take as the end of the trace.
+ *
+ * Every record is encoded by one body run three times (struct enc): PREP interns the names
+ * and stacks it refers to (emitting STRING, MODULE and STACK records before it), SIZE
+ * counts its payload bytes, WRITE stores them. So nothing is staged in a buffer and a
+ * PLAN of any size goes straight into the mapping.
+ *
+ * Interning needs no copy of the strings: the table keeps the file offset of each STRING
+ * record's text and compares against the mapping. All tables are mmap'd, never malloc'd
+ * (the writer runs inside allocation hooks). One mutex serialises everything. */
 #include "trace.h"
+
+#include "depot.h"
+#include "modules.h"
+#include "out.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define TRACE_STEP        ((size_t)1 << 20)
+#define TRACE_HEADER_SIZE 32
+
+enum {
+    TAG_STRING = 1,
+    TAG_MODULE = 2,
+    TAG_STACK = 3,
+    TAG_ARENA = 4,
+    TAG_ARENA_END = 5,
+    TAG_BIND = 6,
+    TAG_VIEW = 7,
+    TAG_RELEASE = 8,
+    TAG_OP = 9,
+    TAG_OP_END = 10,
+    TAG_RECORD = 11,
+    TAG_WAIT = 12,
+    TAG_SYNC = 13,
+    TAG_PLAN = 14,
+    TAG_FINDING = 15,
+    TAG_END = 16,
+};
+
+/* One interned string: its hash, where its text is in the file, and its id. */
+struct str_slot {
+    uint64_t hash;
+    uint64_t off;
+    uint32_t len;
+    uint32_t id; /* 0 = empty slot */
+};
+
+/* An array of u32 indexed by a foreign id (depot stack id, module id) -> trace id. */
+struct idmap {
+    uint32_t *v;
+    size_t cap; /* entries */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    bool on; /* open and writable */
+    int fd;
+    unsigned char *map;
+    size_t map_size; /* = file size while open */
+    size_t pos;      /* next record goes here */
+    struct str_slot *strs;
+    size_t strs_cap, strs_n;
+    uint32_t next_string, next_module, next_stack, next_arena;
+    struct idmap stacks, modules;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* ---- small helpers ---- */
+
+static void *map_anon(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t varint_put(unsigned char *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (unsigned char)v;
+    return n;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static const char *errno_text(int e)
+{
+    const char *s = strerrordesc_np(e); /* no locale, no allocation */
+    return s ? s : "unknown error";
+}
+
+/* Stops tracing after a write failure; what was written stays in the file. */
+static void trace_off_locked(const char *why, int err)
+{
+    out_printf("tlsan: trace: %s: %s; tracing off\n", why, errno_text(err));
+    T.on = false;
+}
+
+/* Makes room for `need` more bytes at T.pos (growing file and mapping in 1 MiB steps). */
+static bool ensure_room(size_t need)
+{
+    if (T.pos + need <= T.map_size)
+        return true;
+    size_t want = (T.pos + need + TRACE_STEP - 1) / TRACE_STEP * TRACE_STEP;
+    int r = fallocate(T.fd, 0, (off_t)T.map_size, (off_t)(want - T.map_size));
+    if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+        r = ftruncate(T.fd, (off_t)want);
+    if (r != 0) {
+        trace_off_locked("cannot grow the trace file", errno);
+        return false;
+    }
+    void *m = mremap(T.map, T.map_size, want, MREMAP_MAYMOVE);
+    if (m == MAP_FAILED) {
+        trace_off_locked("cannot map the trace file", errno);
+        return false;
+    }
+    T.map = m;
+    T.map_size = want;
+    return true;
+}
+
+/* ---- the three-pass record encoder ---- */
+
+enum { E_PREP, E_SIZE, E_WRITE };
+
+#define ENC_IDS 64
+
+struct enc {
+    int mode;
+    size_t n;         /* payload bytes counted / written */
+    unsigned char *p; /* WRITE: payload start */
+    /* The string ids PREP found, in order, so SIZE and WRITE need not look them up again
+     * (the body names the same strings in the same order in every pass). */
+    uint32_t ids[ENC_IDS];
+    unsigned n_ids, at;
+};
+
+static void e_u(struct enc *e, uint64_t v)
+{
+    if (e->mode == E_WRITE)
+        varint_put(e->p + e->n, v);
+    if (e->mode != E_PREP)
+        e->n += varint_len(v);
+}
+
+static void e_bytes(struct enc *e, const void *b, size_t len)
+{
+    if (e->mode == E_WRITE && len)
+        memcpy(e->p + e->n, b, len);
+    if (e->mode != E_PREP)
+        e->n += len;
+}
+
+static void e_str(struct enc *e, const char *s, size_t len)
+{
+    e_u(e, len);
+    e_bytes(e, s, len);
+}
+
+static void e_cstr(struct enc *e, const char *s)
+{
+    e_str(e, s ? s : "", s ? strlen(s) : 0);
+}
+
+static uint32_t intern_locked(const char *s, bool add);
+static uint32_t stack_locked(uint32_t depot_id, bool add);
+
+static void e_name(struct enc *e, const char *s)
+{
+    uint32_t id;
+    if (e->mode == E_PREP) {
+        id = intern_locked(s, true);
+        if (e->n_ids < ENC_IDS)
+            e->ids[e->n_ids++] = id;
+    } else {
+        id = e->at < e->n_ids ? e->ids[e->at] : intern_locked(s, false);
+        e->at++;
+    }
+    e_u(e, id);
+}
+
+static void e_stack(struct enc *e, uint32_t depot_id)
+{
+    uint32_t id = stack_locked(depot_id, e->mode == E_PREP);
+    e_u(e, id);
+}
+
+/* Finishes a pass: after SIZE reserves room, after WRITE commits the record (tag last). */
+static bool enc_next(struct enc *e, int tag)
+{
+    if (!T.on)
+        return false;
+    e->at = 0;
+    if (e->mode == E_PREP) {
+        e->mode = E_SIZE;
+        e->n = 0;
+        return true;
+    }
+    if (e->mode == E_SIZE) {
+        size_t head = 1 + varint_len(e->n);
+        if (!ensure_room(head + e->n))
+            return false;
+        varint_put(T.map + T.pos + 1, e->n);
+        e->p = T.map + T.pos + head;
+        e->mode = E_WRITE;
+        e->n = 0;
+        return true;
+    }
+    size_t total = 1 + varint_len(e->n) + e->n;
+    __atomic_store_n(&T.map[T.pos], (unsigned char)tag, __ATOMIC_RELEASE);
+    T.pos += total;
+    return false;
+}
+
+/* Runs the body (statements using `e`) in each of the three passes. Lock held. */
+#define EMIT(tag, ...)                                                                             \
+    do {                                                                                           \
+        struct enc emit_enc_;                                                                      \
+        emit_enc_.mode = E_PREP;                                                                   \
+        emit_enc_.n = 0;                                                                           \
+        emit_enc_.p = NULL;                                                                        \
+        emit_enc_.n_ids = emit_enc_.at = 0;                                                        \
+        do {                                                                                       \
+            struct enc *e = &emit_enc_;                                                            \
+            __VA_ARGS__                                                                            \
+        } while (enc_next(&emit_enc_, (tag)));                                                     \
+    } while (0)
+
+/* ---- interning ---- */
+
+static bool strs_grow(void)
+{
+    size_t cap = T.strs_cap ? T.strs_cap * 2 : 4096;
+    struct str_slot *n = map_anon(cap * sizeof *n);
+    if (!n)
+        return false;
+    for (size_t i = 0; i < T.strs_cap; i++) {
+        struct str_slot *o = &T.strs[i];
+        if (!o->id)
+            continue;
+        size_t j = o->hash & (cap - 1);
+        while (n[j].id)
+            j = (j + 1) & (cap - 1);
+        n[j] = *o;
+    }
+    if (T.strs)
+        munmap(T.strs, T.strs_cap * sizeof *T.strs);
+    T.strs = n;
+    T.strs_cap = cap;
+    return true;
+}
+
+/* The id of s, emitting its STRING record first when `add` and it is new. 0 for NULL, for
+ * an unknown string when !add, or when the table cannot grow. */
+static uint32_t intern_locked(const char *s, bool add)
+{
+    if (!s || !T.on)
+        return 0;
+    size_t len = strlen(s);
+    uint64_t h = XXH3_64bits(s, len);
+    if (T.strs_cap) {
+        for (size_t j = h & (T.strs_cap - 1);; j = (j + 1) & (T.strs_cap - 1)) {
+            struct str_slot *sl = &T.strs[j];
+            if (!sl->id)
+                break;
+            if (sl->hash == h && sl->len == len && memcmp(T.map + sl->off, s, len) == 0)
+                return sl->id;
+        }
+    }
+    if (!add || len > UINT32_MAX)
+        return 0;
+    if ((T.strs_n + 1) * 2 > T.strs_cap && !strs_grow())
+        return 0;
+    uint32_t id = T.next_string + 1;
+    size_t text_off = 0;
+    EMIT(TAG_STRING, {
+        e_u(e, id);
+        e_u(e, len);
+        if (e->mode == E_WRITE)
+            text_off = (size_t)(e->p + e->n - T.map);
+        e_bytes(e, s, len);
+    });
+    if (!text_off)
+        return 0; /* the write failed: tracing is off now */
+    T.next_string = id;
+    size_t j = h & (T.strs_cap - 1);
+    while (T.strs[j].id)
+        j = (j + 1) & (T.strs_cap - 1);
+    T.strs[j] = (struct str_slot){h, text_off, (uint32_t)len, id};
+    T.strs_n++;
+    return id;
+}
+
+/* Slot for foreign id k in m (grown as needed), NULL when it cannot grow. */
+static uint32_t *idmap_slot(struct idmap *m, size_t k, bool grow)
+{
+    if (k < m->cap)
+        return &m->v[k];
+    if (!grow)
+        return NULL;
+    size_t cap = m->cap ? m->cap : 1024;
+    while (cap <= k)
+        cap *= 2;
+    uint32_t *n = map_anon(cap * sizeof *n);
+    if (!n)
+        return NULL;
+    if (m->v) {
+        memcpy(n, m->v, m->cap * sizeof *n);
+        munmap(m->v, m->cap * sizeof *n);
+    }
+    m->v = n;
+    m->cap = cap;
+    return &m->v[k];
+}
+
+static uint32_t module_locked(const struct shim_module *mod)
+{
+    uint32_t *slot = idmap_slot(&T.modules, mod->id, true);
+    if (!slot)
+        return 0;
+    if (*slot)
+        return *slot;
+    uint32_t id = T.next_module + 1;
+    EMIT(TAG_MODULE, {
+        e_u(e, id);
+        e_u(e, mod->base);
+        e_u(e, mod->size_bytes);
+        e_cstr(e, mod->path);
+    });
+    if (!T.on)
+        return 0;
+    T.next_module = id;
+    *slot = id;
+    return id;
+}
+
+/* Trace id of a depot stack; with `add`, emits it (and its modules) when new. */
+static uint32_t stack_locked(uint32_t depot_id, bool add)
+{
+    if (!depot_id || !T.on)
+        return 0;
+    uint32_t *slot = idmap_slot(&T.stacks, depot_id, add);
+    if (!slot)
+        return 0;
+    if (*slot || !add)
+        return *slot;
+    const uintptr_t *frames;
+    unsigned n = depot_get(depot_id, &frames);
+    if (!n)
+        return 0;
+    /* The module of each frame, resolved once (its MODULE record goes out in PREP). */
+    uint32_t mods[DEPOT_MAX_FRAMES];
+    uintptr_t bases[DEPOT_MAX_FRAMES];
+    if (n > DEPOT_MAX_FRAMES)
+        n = DEPOT_MAX_FRAMES;
+    for (unsigned i = 0; i < n; i++) {
+        const struct shim_module *m = modules_find(frames[i]);
+        mods[i] = m ? module_locked(m) : 0;
+        bases[i] = mods[i] ? m->base : 0;
+    }
+    uint32_t id = T.next_stack + 1;
+    EMIT(TAG_STACK, {
+        e_u(e, id);
+        e_u(e, n);
+        for (unsigned i = 0; i < n; i++) {
+            e_u(e, mods[i]);
+            e_u(e, frames[i] - bases[i]);
+        }
+    });
+    if (!T.on)
+        return 0;
+    T.next_stack = id;
+    /* The map may have moved while the modules went out. */
+    slot = idmap_slot(&T.stacks, depot_id, true);
+    if (slot)
+        *slot = id;
+    return id;
+}
+
+/* ---- open / close ---- */
+
+static void reset_tables(void)
+{
+    if (T.strs)
+        munmap(T.strs, T.strs_cap * sizeof *T.strs);
+    if (T.stacks.v)
+        munmap(T.stacks.v, T.stacks.cap * sizeof(uint32_t));
+    if (T.modules.v)
+        munmap(T.modules.v, T.modules.cap * sizeof(uint32_t));
+    T.strs = NULL;
+    T.strs_cap = T.strs_n = 0;
+    T.stacks = (struct idmap){0};
+    T.modules = (struct idmap){0};
+    T.next_string = T.next_module = T.next_stack = T.next_arena = 0;
+}
+
+static void fmt_path(char *buf, size_t cap, const char *base, int pid, bool child)
+{
+    struct outbuf b = {buf, 0, cap - 1};
+    if (!base[0])
+        out_appendf(&b, "tlsan.%d.trace", pid);
+    else if (child)
+        out_appendf(&b, "%s.%d", base, pid);
+    else
+        out_appendf(&b, "%s", base);
+    buf[b.len] = 0;
+}
+
+/* The parent of pid from /proc/PID/stat (the field after the command's closing paren), or
+ * 0. No allocation. */
+static pid_t parent_of(pid_t pid)
+{
+    char p[64], buf[512];
+    struct outbuf b = {p, 0, sizeof p - 1};
+    out_appendf(&b, "/proc/%d/stat", (int)pid);
+    p[b.len] = 0;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *c = strrchr(buf, ')');
+    if (!c || c[1] != ' ' || !c[2] || c[3] != ' ')
+        return 0;
+    long v = 0;
+    for (c += 4; *c >= '0' && *c <= '9'; c++)
+        v = v * 10 + (*c - '0');
+    return (pid_t)v;
+}
+
+/* With trace_path=FILE a program that a traced process fork+exec'd starts fresh and would
+ * truncate its ancestor's FILE: when FILE holds the trace of one of this process's live
+ * ancestors, this one writes FILE.PID as a forked child would. */
+static bool held_by_ancestor(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    unsigned char h[TRACE_HEADER_SIZE];
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    close(fd);
+    if (n != (ssize_t)sizeof h || memcmp(h, "TLSANTRC", 8) != 0)
+        return false;
+    pid_t pid = (pid_t)(h[16] | h[17] << 8 | h[18] << 16 | (uint32_t)h[19] << 24);
+    if (pid <= 0 || pid == getpid())
+        return false;
+    pid_t a = getppid();
+    for (int depth = 0; a > 1 && depth < 64; depth++, a = parent_of(a))
+        if (a == pid)
+            return true;
+    return false;
+}
+
+/* Opens path, maps the first step and writes the header. Lock held. */
+static int open_locked(bool child)
+{
+    const struct shim_options *o = shim_opts();
+    if (!o->trace)
+        return 0;
+    char path[300];
+    int pid = (int)getpid();
+    fmt_path(path, sizeof path, o->trace_path, pid, child);
+    if (!child && o->trace_path[0] && held_by_ancestor(path))
+        fmt_path(path, sizeof path, o->trace_path, pid, true);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        out_printf("tlsan: cannot open trace file %s: %s; tracing off\n", path, errno_text(errno));
+        return -1;
+    }
+    int r = fallocate(fd, 0, 0, (off_t)TRACE_STEP);
+    if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
+        r = ftruncate(fd, (off_t)TRACE_STEP);
+    void *m =
+        r == 0 ? mmap(NULL, TRACE_STEP, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (m == MAP_FAILED) {
+        out_printf("tlsan: cannot size or map trace file %s: %s; tracing off\n", path,
+                   errno_text(errno));
+        close(fd);
+        return -1;
+    }
+    T.fd = fd;
+    T.map = m;
+    T.map_size = TRACE_STEP;
+    reset_tables();
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned char *h = T.map;
+    memcpy(h, "TLSANTRC", 8);
+    put_le(h + 8, 1, 2);
+    h[10] = (unsigned char)sizeof(void *);
+    h[11] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1 : 2;
+    put_le(h + 12, TRACE_HEADER_SIZE, 4);
+    put_le(h + 16, (uint32_t)pid, 4);
+    put_le(h + 20, (uint32_t)getppid(), 4);
+    put_le(h + 24, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, 8);
+    T.pos = TRACE_HEADER_SIZE;
+    T.on = true;
+    return 0;
+}
 
 int trace_open(void)
 {
-    return 0;
+    pthread_mutex_lock(&T.lock);
+    int r = T.on ? 0 : open_locked(false);
+    pthread_mutex_unlock(&T.lock);
+    return r;
 }
-void trace_reopen_in_child(void) {}
+
+void trace_reopen_in_child(void)
+{
+    /* Another thread of the parent may have held the lock at fork: it does not exist here. */
+    pthread_mutex_init(&T.lock, NULL);
+    bool was_open = T.fd >= 0;
+    if (T.map)
+        munmap(T.map, T.map_size);
+    if (T.fd >= 0)
+        close(T.fd);
+    T.map = NULL;
+    T.map_size = T.pos = 0;
+    T.fd = -1;
+    T.on = false;
+    reset_tables();
+    if (was_open)
+        open_locked(true);
+}
+
 void trace_close(uint64_t n_findings)
 {
-    (void)n_findings;
+    pthread_mutex_lock(&T.lock);
+    if (T.on)
+        EMIT(TAG_END, { e_u(e, n_findings); });
+    if (T.fd >= 0) {
+        if (T.map)
+            munmap(T.map, T.map_size);
+        if (ftruncate(T.fd, (off_t)T.pos) != 0)
+            out_printf("tlsan: trace: cannot cut the trace file: %s\n", errno_text(errno));
+        close(T.fd);
+    }
+    T.map = NULL;
+    T.map_size = 0;
+    T.fd = -1;
+    T.on = false;
+    pthread_mutex_unlock(&T.lock);
 }
+
+/* ---- records ---- */
+
+#define LOCKED(...)                                                                                \
+    do {                                                                                           \
+        pthread_mutex_lock(&T.lock);                                                               \
+        if (T.on) {                                                                                \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        pthread_mutex_unlock(&T.lock);                                                             \
+    } while (0)
+
 uint64_t trace_string(const char *text)
 {
-    (void)text;
-    return 0;
+    uint64_t id = 0;
+    LOCKED(id = intern_locked(text, true););
+    return id;
 }
+
 uint64_t trace_stack(uint32_t depot_id)
 {
-    (void)depot_id;
-    return 0;
+    uint64_t id = 0;
+    LOCKED(id = stack_locked(depot_id, true););
+    return id;
 }
+
 uint64_t trace_arena(const char *name, uintptr_t base, uint64_t size_bytes, uint32_t stack)
 {
-    (void)name, (void)base, (void)size_bytes, (void)stack;
-    return 0;
+    uint64_t id = 0;
+    LOCKED({
+        uint32_t aid = T.next_arena + 1;
+        EMIT(TAG_ARENA, {
+            e_u(e, aid);
+            e_name(e, name);
+            e_u(e, base);
+            e_u(e, size_bytes);
+            e_stack(e, stack);
+        });
+        if (T.on)
+            id = T.next_arena = aid;
+    });
+    return id;
 }
+
 void trace_arena_end(uint64_t arena_id, uint32_t stack)
 {
-    (void)arena_id, (void)stack;
+    LOCKED(EMIT(TAG_ARENA_END, {
+               e_u(e, arena_id);
+               e_stack(e, stack);
+           }););
 }
+
 void trace_bind(const char *tensor, uint64_t arena_id, uint64_t offset_bytes, uint64_t size_bytes,
                 unsigned flags, uint32_t stack)
 {
-    (void)tensor, (void)arena_id, (void)offset_bytes, (void)size_bytes, (void)flags, (void)stack;
+    uint64_t tid = (uint64_t)shim_tid();
+    LOCKED(EMIT(TAG_BIND, {
+               e_name(e, tensor);
+               e_u(e, arena_id);
+               e_u(e, offset_bytes);
+               e_u(e, size_bytes);
+               e_u(e, flags);
+               e_stack(e, stack);
+               e_u(e, tid);
+           }););
 }
+
 void trace_view(const char *tensor, const char *base, uint64_t view_offset_bytes,
                 uint64_t size_bytes, uint32_t stack)
 {
-    (void)tensor, (void)base, (void)view_offset_bytes, (void)size_bytes, (void)stack;
+    LOCKED(EMIT(TAG_VIEW, {
+               e_name(e, tensor);
+               e_name(e, base);
+               e_u(e, view_offset_bytes);
+               e_u(e, size_bytes);
+               e_stack(e, stack);
+           }););
 }
+
 void trace_release(const char *tensor, unsigned flags, uint32_t stack)
 {
-    (void)tensor, (void)flags, (void)stack;
+    LOCKED(EMIT(TAG_RELEASE, {
+               e_name(e, tensor);
+               e_u(e, flags);
+               e_stack(e, stack);
+           }););
 }
+
+static void e_names(struct enc *e, const char *const *names, size_t n)
+{
+    e_u(e, names ? n : 0);
+    for (size_t i = 0; names && i < n; i++)
+        e_name(e, names[i]);
+}
+
 void trace_op(uint64_t op_id, const char *name, int stream, const char *const *reads,
               size_t n_reads, const char *const *writes, size_t n_writes,
               const char *const *inplace, size_t n_inplace, uint32_t stack)
 {
-    (void)op_id, (void)name, (void)stream, (void)reads, (void)n_reads, (void)writes;
-    (void)n_writes, (void)inplace, (void)n_inplace, (void)stack;
+    uint64_t tid = (uint64_t)shim_tid();
+    LOCKED(EMIT(TAG_OP, {
+               e_u(e, op_id);
+               e_name(e, name);
+               e_u(e, (unsigned)stream);
+               e_names(e, reads, n_reads);
+               e_names(e, writes, n_writes);
+               e_u(e, inplace ? n_inplace : 0);
+               for (size_t i = 0; inplace && i < 2 * n_inplace; i++)
+                   e_name(e, inplace[i]);
+               e_stack(e, stack);
+               e_u(e, tid);
+           }););
 }
+
 void trace_op_end(uint64_t op_id)
 {
-    (void)op_id;
+    LOCKED(EMIT(TAG_OP_END, { e_u(e, op_id); }););
 }
+
 void trace_record(int event, int stream, uint32_t stack)
 {
-    (void)event, (void)stream, (void)stack;
+    LOCKED(EMIT(TAG_RECORD, {
+               e_u(e, (unsigned)event);
+               e_u(e, (unsigned)stream);
+               e_stack(e, stack);
+           }););
 }
+
 void trace_wait(int stream, int event, uint32_t stack)
 {
-    (void)stream, (void)event, (void)stack;
+    LOCKED(EMIT(TAG_WAIT, {
+               e_u(e, (unsigned)stream);
+               e_u(e, (unsigned)event);
+               e_stack(e, stack);
+           }););
 }
+
 void trace_sync(uint32_t stack)
 {
-    (void)stack;
+    LOCKED(EMIT(TAG_SYNC, { e_stack(e, stack); }););
 }
+
 void trace_plan(const char *json, size_t json_bytes, uint32_t stack)
 {
-    (void)json, (void)json_bytes, (void)stack;
+    LOCKED(EMIT(TAG_PLAN, {
+               e_str(e, json ? json : "", json ? json_bytes : 0);
+               e_stack(e, stack);
+           }););
 }
+
 void trace_finding(const char *kind, const char *message, const char *const *tensors,
                    size_t n_tensors, const char *const *roles, const uint32_t *stacks,
                    size_t n_stacks)
 {
-    (void)kind, (void)message, (void)tensors, (void)n_tensors, (void)roles, (void)stacks;
-    (void)n_stacks;
+    LOCKED(EMIT(TAG_FINDING, {
+               e_cstr(e, kind);
+               e_cstr(e, message);
+               e_names(e, tensors, n_tensors);
+               e_u(e, stacks ? n_stacks : 0);
+               for (size_t i = 0; stacks && i < n_stacks; i++) {
+                   e_cstr(e, roles ? roles[i] : "");
+                   e_stack(e, stacks[i]);
+               }
+           }););
 }

@@ -11,7 +11,7 @@
  * -1 after printing one line (tracing then stays off). */
 int trace_open(void);
 /* In a forked child: opens the child's own trace (FILE.PID / tlsan.PID.trace), drops the
- * parent's mapping, and re-emits the modules. */
+ * parent's mapping and ids; modules and stacks go out again as records first use them. */
 void trace_reopen_in_child(void);
 /* Writes END and cuts the file to its length. */
 void trace_close(uint64_t n_findings);
@@ -19,7 +19,9 @@ void trace_close(uint64_t n_findings);
 /* String id for text (interned: the same text gets the same id; 0 for NULL). */
 uint64_t trace_string(const char *text);
 /* Makes sure a STACK record (and the MODULE records it needs) exists for a depot id;
- * returns the id to put in a record (the depot id itself, or 0). */
+ * returns its trace stack id (trace ids are dense in the order the STACK records are
+ * written, as the format requires, so not the depot id), or 0. The record functions below
+ * take depot ids and do this themselves. */
 uint64_t trace_stack(uint32_t depot_id);
 
 uint64_t trace_arena(const char *name, uintptr_t base, uint64_t size_bytes, uint32_t stack);

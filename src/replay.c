@@ -76,7 +76,8 @@ static char *fresh_name(const char *base, uint32_t k)
 /* Starts a new tenant (or op) of string id `id`; returns its plan name. */
 static const char *names_next(builder *b, names *nm, uint64_t id)
 {
-    char *s = fresh_name(trace_str(b->t, id), ++nm->count[id]);
+    const char *base = trace_str(b->t, id);
+    char *s = fresh_name(base ? base : "(unnamed)", ++nm->count[id]);
     if (!s)
         return NULL;
     free(nm->current[id]);
@@ -136,6 +137,8 @@ static tlsan_status map_names(builder *b, const uint64_t *ids, size_t n, const c
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
+        if (ids[i] == 0)
+            continue; /* the engine passed a NULL name; the shim warned at run time */
         const char *cur = b->tensors.current[ids[i]];
         if (!cur) {
             if (b->warn)
@@ -168,7 +171,8 @@ static tlsan_status add_op(builder *b, const trace_event *ev)
     size_t k = 0;
     for (size_t i = 0; i < ev->n_inplace; i++) {
         const uint64_t *pair = ev->names + ev->n_reads + ev->n_writes + 2 * i;
-        const char *o = b->tensors.current[pair[0]], *in = b->tensors.current[pair[1]];
+        const char *o = pair[0] ? b->tensors.current[pair[0]] : NULL;
+        const char *in = pair[1] ? b->tensors.current[pair[1]] : NULL;
         if (o && in) {
             inplace[2 * k] = o;
             inplace[2 * k + 1] = in;

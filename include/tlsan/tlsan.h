@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-/** Version of this API; the shim refuses annotations from a newer major version. */
+/** Version of this API, for `#if` checks in engines; raised when a call is added or changes. */
 #define TLSAN_ANNOTATION_API_VERSION 1
 
 /** Bind flags (tlsan_tensor_bind). */

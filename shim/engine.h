@@ -1,0 +1,40 @@
+/* engine.h - the engine annotation runtime: the tlsan_rt_* entry points of
+ * include/tlsan/tlsan.h. It keeps the arenas, the tensors bound in them and the ops in
+ * flight; records every call in the trace; and checks, while the engine runs, what the
+ * static replay cannot see: bytes that changed under a live tensor (clobbers by overlapping
+ * tensors, checksum mismatches), reads of released tensors, writes into released ranges
+ * (the sentinel broken before the next bind) and writes past a tensor's end.
+ *
+ * It runs outside the allocation hooks (it may malloc; those blocks are tracked like the
+ * program's) and symbolizes its reports. Every entry point is a quick no-op while
+ * !shim_active(). Thread-safe: one mutex guards the state; tensors are hashed, verified and
+ * filled outside it. */
+#ifndef TLSAN_SHIM_ENGINE_H
+#define TLSAN_SHIM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TLSAN_RT_API __attribute__((visibility("default")))
+
+struct tlsan_op_info;
+
+TLSAN_RT_API void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes);
+TLSAN_RT_API void tlsan_rt_arena_destroy(const void *base);
+TLSAN_RT_API int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes);
+TLSAN_RT_API void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *addr,
+                                       size_t size_bytes, unsigned flags);
+TLSAN_RT_API void tlsan_rt_view_bind(const char *name, const char *base_name,
+                                     size_t view_offset_bytes, size_t size_bytes);
+TLSAN_RT_API void tlsan_rt_tensor_release(const void *arena_base, const char *name,
+                                          const void *addr, unsigned flags);
+TLSAN_RT_API uint64_t tlsan_rt_op_begin(const struct tlsan_op_info *op);
+TLSAN_RT_API void tlsan_rt_op_end(uint64_t op_token);
+TLSAN_RT_API void tlsan_rt_event_record(int event, int stream);
+TLSAN_RT_API void tlsan_rt_event_wait(int stream, int event);
+TLSAN_RT_API void tlsan_rt_host_sync(void);
+
+/* Usage warnings printed so far (tests). */
+unsigned engine_usage_warnings(void);
+
+#endif

@@ -1,0 +1,623 @@
+/* heap.c - the side table of heap blocks, sentinel fills, the quarantine and the checks.
+ *
+ * Blocks are not given headers: the real allocator's pointer is the program's pointer, and
+ * what the shim knows of a block lives in a side table keyed by address. So a pointer the
+ * shim never saw (or an interior pointer) is recognised as such instead of being read as a
+ * header, and after an internal failure every block can go straight back to the real free.
+ *
+ * The table is sharded (64 shards by a hash of the address, each an open-addressing table
+ * with linear probing and backward-shift deletion, in its own mmap'd array, grown by
+ * doubling) so threads freeing at once rarely share a lock. A freed block stays in the
+ * table, flagged, while it sits in the quarantine: that is how a double free is told from an
+ * invalid one. The quarantine is one FIFO ring of addresses with a byte budget; blocks
+ * leaving it are verified (if they were filled) and handed to the real free.
+ *
+ * Locks: a shard lock is never held across a call that may allocate, report or take another
+ * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
+ * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
+#include "heap.h"
+#include "lock.h"
+#include "out.h"
+#include "report.h"
+#include "shim.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SHARDS           64
+#define SHARD_CAP0       256u
+#define QUARANTINE_CAP   (1u << 20) /* blocks; the byte budget usually binds first */
+#define QUARANTINE_CAP0  (1u << 12) /* the ring starts small and doubles */
+#define EVICT_BATCH      16
+#define E_FREED          (1u << 8)
+#define E_FILLED         (1u << 9)
+#define SAMPLE_EDGE      256u
+#define SAMPLE_WINDOWS   64u
+#define SAMPLE_WINDOW    64u
+#define REPORT_BYTES_MAX 16u
+
+struct entry {
+    uintptr_t addr; /* 0: empty slot */
+    uint64_t size;
+    uint32_t alloc_stack, free_stack;
+    uint32_t flags, pad;
+};
+
+struct shard {
+    _Alignas(64) shim_lock lock;
+    size_t count, cap;
+    struct entry *e;
+    uint64_t allocs, frees;
+};
+
+struct qent {
+    uintptr_t addr;
+    uint64_t bytes; /* what the block holds back: size + redzone */
+};
+
+static struct shard g_shards[SHARDS];
+static struct qent *g_q;
+static size_t g_qcap;
+static size_t g_qhead, g_qcount;
+static uint64_t g_qbytes, g_evictions;
+static shim_lock g_qlock = SHIM_LOCK_INIT;
+static uint64_t g_budget;
+static size_t g_rz;
+static int g_fill;
+static void (*g_real_free)(void *);
+
+static const unsigned char g_pattern_bytes[8] = {0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F};
+
+/* ---- the sentinel ---- */
+
+void sentinel_fill(void *p, size_t n)
+{
+    unsigned char *c = p;
+    while (n && ((uintptr_t)c & 7)) {
+        *c = sentinel_byte((uintptr_t)c);
+        c++, n--;
+    }
+    uint64_t pat;
+    memcpy(&pat, g_pattern_bytes, 8); /* c is 8-aligned, so even: FE first */
+    for (; n >= 8; n -= 8, c += 8)
+        memcpy(c, &pat, 8);
+    while (n) {
+        *c = sentinel_byte((uintptr_t)c);
+        c++, n--;
+    }
+}
+
+size_t sentinel_find_change(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    size_t i = 0;
+    while (i < n && ((uintptr_t)(c + i) & 7)) {
+        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
+            return i;
+        i++;
+    }
+    uint64_t pat;
+    memcpy(&pat, g_pattern_bytes, 8);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, c + i, 8);
+        if (v != pat)
+            break;
+    }
+    for (; i < n; i++)
+        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
+            return i;
+    return n;
+}
+
+static size_t find_in(const unsigned char *c, size_t from, size_t len, size_t n)
+{
+    if (from >= n)
+        return n;
+    if (len > n - from)
+        len = n - from;
+    size_t off = sentinel_find_change(c + from, len);
+    return off < len ? from + off : n;
+}
+
+size_t sentinel_verify(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    if (n <= HEAP_VERIFY_FULL_BYTES)
+        return sentinel_find_change(p, n);
+    size_t off = find_in(c, 0, SAMPLE_EDGE, n);
+    if (off < n)
+        return off;
+    size_t span = n - 2 * SAMPLE_EDGE, step = span / SAMPLE_WINDOWS;
+    for (size_t i = 0; i < SAMPLE_WINDOWS; i++) {
+        off = find_in(c, (SAMPLE_EDGE + i * step) & ~(size_t)7, SAMPLE_WINDOW, n - SAMPLE_EDGE);
+        if (off < n - SAMPLE_EDGE)
+            return off;
+    }
+    return find_in(c, n - SAMPLE_EDGE, SAMPLE_EDGE, n);
+}
+
+/* ---- the table ---- */
+
+/* The hash of a block address (murmur3's finalizer): the top bits pick the shard, the low
+ * bits the home slot. (A locality-keeping variant, page hash + position in the page, measured
+ * slower: longer probe runs.) */
+static inline uint64_t mix(uintptr_t a)
+{
+    uint64_t h = (uint64_t)a >> 4;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline struct shard *shard_of(uintptr_t a, uint64_t *h)
+{
+    *h = mix(a);
+    return &g_shards[*h >> 58];
+}
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Index of addr in s, or -1. Lock held. */
+static long find_slot(const struct shard *s, uintptr_t a, uint64_t h)
+{
+    size_t mask = s->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        if (s->e[i].addr == a)
+            return (long)i;
+        if (s->e[i].addr == 0)
+            return -1;
+    }
+}
+
+static void remove_slot(struct shard *s, size_t i)
+{
+    size_t mask = s->cap - 1;
+    for (size_t j = i;;) {
+        j = (j + 1) & mask;
+        if (s->e[j].addr == 0)
+            break;
+        size_t k = mix(s->e[j].addr) & mask; /* home of the entry at j */
+        /* Move it back into the hole unless its home lies cyclically in (i, j]. */
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+            s->e[i] = s->e[j];
+            i = j;
+        }
+    }
+    s->e[i].addr = 0;
+    s->count--;
+}
+
+static void put_slot(struct entry *e, size_t cap, const struct entry *v)
+{
+    size_t mask = cap - 1;
+    size_t i = mix(v->addr) & mask;
+    while (e[i].addr && e[i].addr != v->addr)
+        i = (i + 1) & mask;
+    e[i] = *v;
+}
+
+/* Doubles s; lock held (mmap is a system call, not an allocation). */
+static bool grow(struct shard *s)
+{
+    size_t cap = s->cap * 2;
+    struct entry *e = map(cap * sizeof *e);
+    if (!e)
+        return false;
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->e[i].addr)
+            put_slot(e, cap, &s->e[i]);
+    munmap(s->e, s->cap * sizeof *s->e);
+    s->e = e;
+    s->cap = cap;
+    return true;
+}
+
+bool heap_init(void)
+{
+    const struct shim_options *o = shim_opts();
+    g_rz = o->redzone > (1u << 20) ? (1u << 20) : (size_t)o->redzone;
+    g_budget = o->quarantine_mb > (UINT64_MAX >> 21) ? UINT64_MAX >> 1 : o->quarantine_mb << 20;
+    g_fill = o->fill;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &g_shards[i];
+        if (s->e)
+            continue;
+        s->e = map(SHARD_CAP0 * sizeof *s->e);
+        if (!s->e)
+            return false;
+        s->cap = SHARD_CAP0;
+    }
+    if (!g_q) {
+        g_q = map(QUARANTINE_CAP0 * sizeof *g_q);
+        g_qcap = QUARANTINE_CAP0;
+    }
+    return g_q != NULL;
+}
+
+void heap_set_real_free(void (*real_free)(void *))
+{
+    g_real_free = real_free;
+}
+
+size_t heap_redzone(void)
+{
+    return g_rz;
+}
+
+static void real_free(void *p)
+{
+    if (g_real_free)
+        g_real_free(p);
+}
+
+bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (!(flags & HEAP_LITE) && g_rz)
+        sentinel_fill((char *)p + size, g_rz);
+    struct entry v = {a, size, alloc_stack, 0, flags & HEAP_LITE, 0};
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    if ((s->count + 1) * 4 > s->cap * 3 && !grow(s)) {
+        shim_lock_drop(&s->lock);
+        shim_fail("heap side table: cannot map more memory");
+        return false;
+    }
+    /* One probe: the address's slot if the table still holds it (a block freed behind the
+     * shim's back: the new block replaces it), else the first empty slot. */
+    size_t mask = s->cap - 1, i = h & mask;
+    while (s->e[i].addr && s->e[i].addr != a)
+        i = (i + 1) & mask;
+    if (!s->e[i].addr)
+        s->count++;
+    s->e[i] = v;
+    s->allocs++;
+    shim_lock_drop(&s->lock);
+    return true;
+}
+
+int heap_lookup(const void *p, size_t *size)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    int r = 0;
+    if (i >= 0) {
+        r = (s->e[i].flags & E_FREED) ? 2 : 1;
+        if (size)
+            *size = s->e[i].size;
+    }
+    shim_lock_drop(&s->lock);
+    return r;
+}
+
+/* Removes a's entry if it is a freed (quarantined) block; copies it to *out. Returns false
+ * otherwise: when the table holds a live block there instead, the real allocator handed the
+ * address out again (the program freed it behind the shim's back) and it must stay. */
+static bool take_freed_entry(uintptr_t a, struct entry *out)
+{
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    bool ok = i >= 0 && (s->e[i].flags & E_FREED);
+    if (ok) {
+        *out = s->e[i];
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+    return ok;
+}
+
+/* ---- reports ---- */
+
+static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+{
+    char exp[3 * REPORT_BYTES_MAX + 1], got[3 * REPORT_BYTES_MAX + 1];
+    struct outbuf e = {exp, 0, sizeof exp}, g = {got, 0, sizeof got};
+    if (n > REPORT_BYTES_MAX)
+        n = REPORT_BYTES_MAX;
+    for (size_t i = 0; i < n; i++) {
+        out_appendf(&e, "%s%02x", i ? " " : "", sentinel_byte((uintptr_t)(at + i)));
+        out_appendf(&g, "%s%02x", i ? " " : "", at[i]);
+    }
+    report_line(r, "    expected: %s", exp);
+    report_line(r, "    found:    %s", got);
+}
+
+static void report_write_after_free(const struct entry *e, size_t off, int at_exit, int symbolize)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    struct report *r = report_begin(SHIM_KIND_HEAP_WRITE_AFTER_FREE, symbolize,
+                                    "on address %p at offset %zu of a %zu-byte block at %p",
+                                    (void *)(p + off), off, (size_t)e->size, (void *)p);
+    if (!r)
+        return;
+    report_line(r, "  the freed block changed while in quarantine (found %s)",
+                at_exit ? "at exit" : "when it left the quarantine");
+    size_t n = e->size - off < REPORT_BYTES_MAX ? e->size - off : REPORT_BYTES_MAX;
+    report_line(r, "  bytes at offset %zu (%zu shown):", off, n);
+    report_bytes(r, p + off, n);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_stack(r, "freed here", e->free_stack);
+    report_end(r, "at offset %zu of a %zu-byte block", off, (size_t)e->size);
+}
+
+static void report_overflow(const struct entry *e, size_t off, uint32_t free_stack)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    const unsigned char *rz = p + e->size;
+    struct report *r =
+        report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
+                     "on address %p, %zu bytes past the end of a %zu-byte block at %p",
+                     (void *)(rz + off), off, (size_t)e->size, (void *)p);
+    if (!r)
+        return;
+    size_t n = g_rz - off < REPORT_BYTES_MAX ? g_rz - off : REPORT_BYTES_MAX;
+    report_line(r, "  the %zu-byte redzone after the block changed (found when it was freed)",
+                g_rz);
+    report_line(r, "  bytes at %zu past the end (%zu shown):", off, n);
+    report_bytes(r, rz + off, n);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_stack(r, "freed here", free_stack);
+    report_end(r, "%zu bytes past the end of a %zu-byte block", off, (size_t)e->size);
+}
+
+static void report_double_free(const struct entry *e, uint32_t free_stack)
+{
+    struct report *r = report_begin(SHIM_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
+                                    (void *)e->addr, (size_t)e->size);
+    if (!r)
+        return;
+    report_line(r, "  the block was freed before and is still in quarantine; this free is ignored");
+    report_stack(r, "freed again here", free_stack);
+    report_stack(r, "first freed here", e->free_stack);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_end(r, "of a %zu-byte block", (size_t)e->size);
+}
+
+static void report_invalid_free(const void *p, uint32_t free_stack)
+{
+    struct report *r =
+        report_begin(SHIM_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
+    if (!r)
+        return;
+    report_line(r, "  not the start of any live heap block (a stack or static address, an "
+                   "interior pointer, or a block freed long ago); this free is ignored");
+    report_stack(r, "freed here", free_stack);
+    report_end(r, "on address %p", p);
+}
+
+/* ---- free and the quarantine ---- */
+
+/* A block leaving the quarantine: verify it, forget it, free it for real. */
+static void evict(uintptr_t a)
+{
+    struct entry e;
+    if (!take_freed_entry(a, &e))
+        return;
+    if (e.flags & E_FILLED) {
+        size_t off = sentinel_verify((void *)a, e.size);
+        if (off < e.size)
+            report_write_after_free(&e, off, 0, 0);
+    }
+    real_free((void *)a);
+}
+
+/* Doubles the ring (quarantine lock held), unwrapping it; false at the cap or when mmap
+ * fails (the oldest block is then evicted to make room). */
+static bool grow_ring(void)
+{
+    if (g_qcap >= QUARANTINE_CAP)
+        return false;
+    struct qent *q = map(2 * g_qcap * sizeof *q);
+    if (!q)
+        return false;
+    for (size_t k = 0; k < g_qcount; k++)
+        q[k] = g_q[(g_qhead + k) % g_qcap];
+    munmap(g_q, g_qcap * sizeof *g_q);
+    g_q = q;
+    g_qhead = 0;
+    g_qcap *= 2;
+    return true;
+}
+
+/* Takes the oldest block off the ring (quarantine lock held, ring not empty). */
+static uintptr_t pop_oldest(void)
+{
+    const struct qent *q = &g_q[g_qhead];
+    g_qbytes -= q->bytes;
+    g_qhead = (g_qhead + 1) % g_qcap;
+    g_qcount--;
+    g_evictions++;
+    return q->addr;
+}
+
+static void quarantine(uintptr_t a, uint64_t bytes)
+{
+    uintptr_t victims[EVICT_BATCH];
+    size_t n;
+    int pushed = 0;
+    do {
+        n = 0;
+        shim_lock_take(&g_qlock);
+        if (!pushed) {
+            if (g_qcount == g_qcap && !grow_ring()) {
+                victims[n++] = pop_oldest();
+            }
+            g_q[(g_qhead + g_qcount) % g_qcap] = (struct qent){a, bytes};
+            g_qcount++;
+            g_qbytes += bytes;
+            pushed = 1;
+        }
+        while (g_qbytes > g_budget && g_qcount && n < EVICT_BATCH) {
+            victims[n++] = pop_oldest();
+        }
+        shim_lock_drop(&g_qlock);
+        for (size_t i = 0; i < n; i++)
+            evict(victims[i]);
+    } while (n == EVICT_BATCH);
+}
+
+bool heap_quarantine_drain(void)
+{
+    bool any = false;
+    for (;;) {
+        uintptr_t victims[EVICT_BATCH];
+        size_t n = 0;
+        shim_lock_take(&g_qlock);
+        while (g_qcount && n < EVICT_BATCH) {
+            victims[n++] = pop_oldest();
+        }
+        shim_lock_drop(&g_qlock);
+        for (size_t i = 0; i < n; i++)
+            evict(victims[i]);
+        any |= n > 0;
+        if (n < EVICT_BATCH)
+            return any;
+    }
+}
+
+void heap_free(void *p, uint32_t free_stack, int lite)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (lite) {
+        /* Re-entered: no report can be made here. Forget a live block and free it; leave
+         * anything else alone (a pointer not tracked is not passed to the real free). */
+        bool live = i >= 0 && !(s->e[i].flags & E_FREED);
+        if (live) {
+            remove_slot(s, (size_t)i);
+            s->frees++;
+        }
+        shim_lock_drop(&s->lock);
+        if (live)
+            real_free(p);
+        return;
+    }
+    if (i < 0) {
+        shim_lock_drop(&s->lock);
+        report_invalid_free(p, free_stack);
+        return;
+    }
+    struct entry e = s->e[i];
+    if (e.flags & E_FREED) {
+        shim_lock_drop(&s->lock);
+        report_double_free(&e, free_stack);
+        return;
+    }
+    size_t rz = (e.flags & HEAP_LITE) ? 0 : g_rz;
+    uint64_t bytes = e.size + rz;
+    bool keep = g_budget && bytes <= g_budget;
+    if (keep) {
+        s->e[i].flags |= E_FREED | (g_fill ? E_FILLED : 0);
+        s->e[i].free_stack = free_stack;
+    } else {
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+
+    if (rz) {
+        size_t off = sentinel_find_change((char *)p + e.size, rz);
+        if (off < rz) {
+            report_overflow(&e, off, free_stack);
+            if (keep)
+                sentinel_fill((char *)p + e.size, rz);
+        }
+    }
+    if (!keep) {
+        real_free(p);
+        return;
+    }
+    if (g_fill)
+        sentinel_fill(p, e.size);
+    quarantine(a, bytes);
+}
+
+unsigned heap_verify_quarantine(int symbolize)
+{
+    unsigned found = 0;
+    if (!g_q)
+        return 0;
+    /* Held throughout: no block can leave (and be freed) while it is being read. Reports
+     * take no heap lock, so this cannot deadlock. */
+    shim_lock_take(&g_qlock);
+    for (size_t k = 0; k < g_qcount; k++) {
+        uintptr_t a = g_q[(g_qhead + k) % g_qcap].addr;
+        uint64_t h;
+        struct shard *s = shard_of(a, &h);
+        shim_lock_take(&s->lock);
+        long i = find_slot(s, a, h);
+        struct entry e = {0};
+        if (i >= 0)
+            e = s->e[i];
+        shim_lock_drop(&s->lock);
+        if (i < 0 || !(e.flags & E_FILLED))
+            continue;
+        size_t off = sentinel_verify((void *)a, e.size);
+        if (off < e.size) {
+            report_write_after_free(&e, off, 1, symbolize);
+            found++;
+        }
+    }
+    shim_lock_drop(&g_qlock);
+    return found;
+}
+
+void heap_get_stats(struct heap_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t entries = 0;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &g_shards[i];
+        shim_lock_take(&s->lock);
+        st->allocs += s->allocs;
+        st->frees += s->frees;
+        entries += s->count;
+        shim_lock_drop(&s->lock);
+    }
+    shim_lock_take(&g_qlock);
+    st->quarantine_blocks = g_qcount;
+    st->quarantine_bytes = g_qbytes;
+    st->evictions = g_evictions;
+    shim_lock_drop(&g_qlock);
+    st->live_blocks = entries >= st->quarantine_blocks ? entries - st->quarantine_blocks : 0;
+}
+
+/* The quarantine lock first: heap_verify_quarantine takes shard locks under it. */
+void heap_lock_all(void)
+{
+    shim_lock_take(&g_qlock);
+    for (unsigned i = 0; i < SHARDS; i++)
+        shim_lock_take(&g_shards[i].lock);
+}
+
+void heap_unlock_all(void)
+{
+    for (unsigned i = SHARDS; i-- > 0;)
+        shim_lock_drop(&g_shards[i].lock);
+    shim_lock_drop(&g_qlock);
+}
+
+void heap_reinit_locks(void)
+{
+    shim_lock_reset(&g_qlock);
+    for (unsigned i = 0; i < SHARDS; i++)
+        shim_lock_reset(&g_shards[i].lock);
+}

@@ -1,0 +1,482 @@
+/* interpose.c - the allocator functions the program calls (LD_PRELOAD), and the real ones.
+ *
+ * Every hook takes one of three paths:
+ *   pass  the shim is off (ASan, Valgrind, internal failure) or not tracking yet: the real
+ *         function, nothing else;
+ *   lite  re-entered (libunwind, stdio, dlsym... allocating inside the shim) or during
+ *         initialisation: the block is still tracked, so freeing it later from outside is
+ *         not an invalid free, but it gets no redzone, no stack and no fill;
+ *   full  tracked with its allocation stack and redzone; frees are checked and quarantined.
+ * The real functions come from dlsym(RTLD_NEXT); dlsym itself may allocate before they are
+ * known, which is served from a static bootstrap buffer (never freed; its blocks carry a
+ * size word so realloc and malloc_usable_size work on them).
+ *
+ * libc's contracts are kept: ENOMEM on failure, the overflow checks of calloc and
+ * reallocarray, posix_memalign's EINVAL for a bad alignment (errno untouched), realloc(p, 0)
+ * frees and returns NULL as glibc does, realloc(NULL, n) is malloc(n), malloc(0) returns a
+ * unique pointer, and the alignment rules of memalign and aligned_alloc are the real
+ * functions' own (the shim calls them with the redzone added to the size). */
+#include "depot.h"
+#include "heap.h"
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT      __attribute__((visibility("default")))
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* The allocation stack, skipping `skip` frames above the hook's caller; no call at all
+ * when stacks are off. */
+#define STACK(skip) (shim_opts()->stack_depth ? depot_capture(skip) : 0)
+/* Keeps a call out of tail position, so the caller's frame stays on the stack. */
+#define NO_TAIL(p) __asm__ volatile("" : "+r"(p)::"memory")
+
+/* Removed from glibc's headers in 2.26 but still an exported symbol programs may call. */
+void cfree(void *p);
+
+static void *(*r_malloc)(size_t);
+static void (*r_free)(void *);
+static void *(*r_calloc)(size_t, size_t);
+static void *(*r_realloc)(void *, size_t);
+static void *(*r_memalign)(size_t, size_t);
+static int (*r_posix_memalign)(void **, size_t, size_t);
+static void *(*r_aligned_alloc)(size_t, size_t);
+static void *(*r_valloc)(size_t);
+static void *(*r_pvalloc)(size_t);
+static size_t (*r_usable_size)(void *);
+static atomic_int g_resolved;
+static __thread int t_resolving __attribute__((tls_model("initial-exec")));
+
+/* ---- the bootstrap buffer ---- */
+
+#define BOOT_BYTES (256u * 1024u)
+static _Alignas(64) unsigned char g_boot[BOOT_BYTES];
+static atomic_size_t g_boot_used;
+
+static int is_boot(const void *p)
+{
+    return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_BYTES;
+}
+
+/* Static memory is zero and never reused, so these blocks are zeroed (calloc). */
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    if (align & (align - 1) || align > BOOT_BYTES || n > BOOT_BYTES) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t used = atomic_load(&g_boot_used), start, end;
+    do {
+        start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+        end = start + n;
+        if (end > BOOT_BYTES) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } while (!atomic_compare_exchange_weak(&g_boot_used, &used, end));
+    memcpy(g_boot + start - sizeof(size_t), &n, sizeof n);
+    return g_boot + start;
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+    return n;
+}
+
+/* ---- the real functions ---- */
+
+static void resolve(void)
+{
+    if (LIKELY(atomic_load_explicit(&g_resolved, memory_order_acquire)))
+        return;
+    /* Allocations inside dlsym on this thread go to the bootstrap buffer. Two threads may
+     * resolve at once; they store the same values. */
+    t_resolving = 1;
+    r_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    r_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    r_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    r_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    r_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+    r_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    r_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    r_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+    r_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+    r_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    t_resolving = 0;
+    if (!r_malloc || !r_free || !r_calloc || !r_realloc || !r_memalign || !r_posix_memalign) {
+        static const char msg[] = "tlsan: cannot find the real allocator functions\n";
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+        _exit(127);
+    }
+    if (!r_aligned_alloc)
+        r_aligned_alloc = r_memalign;
+    atomic_store_explicit(&g_resolved, 1, memory_order_release);
+}
+
+void shim_interpose_resolve(void)
+{
+    resolve();
+    heap_set_real_free(r_free);
+}
+
+/* ---- the path a hook takes ---- */
+
+enum path { P_PASS, P_LITE, P_FULL };
+
+/* P_FULL holds the re-entry guard: the hook calls shim_leave() before returning. */
+static inline enum path path(void)
+{
+    enum shim_state st = shim_state();
+    if (UNLIKELY(st != SHIM_ACTIVE)) {
+        if (st == SHIM_UNINIT) {
+            shim_init();
+            st = shim_state();
+        }
+        if (st == SHIM_INITING)
+            return shim_tracking() ? P_LITE : P_PASS;
+        if (st != SHIM_ACTIVE)
+            return P_PASS;
+    }
+    return shim_enter() ? P_FULL : P_LITE;
+}
+
+/* Sets *total to size + redzone; returns 0 (errno ENOMEM) when that overflows. */
+static inline int with_redzone(size_t n, size_t *total)
+{
+    size_t rz = heap_redzone();
+    if (UNLIKELY(n > SIZE_MAX - rz)) {
+        errno = ENOMEM;
+        return 0;
+    }
+    *total = n + rz;
+    return 1;
+}
+
+/* When the real allocator fails and the quarantine holds memory, the quarantine is emptied
+ * and the request tried once more: the memory the shim holds back must not be what makes a
+ * correct program run out. (Not for absurd sizes, which no draining would satisfy.) */
+#define RETRY_AFTER_DRAIN(p, call, n)                                                              \
+    do {                                                                                           \
+        if (UNLIKELY(!(p)) && (n) <= ((size_t)1 << 40)) {                                          \
+            int saved_ = errno;                                                                    \
+            if (heap_quarantine_drain()) {                                                         \
+                (p) = (call);                                                                      \
+                if (p)                                                                             \
+                    errno = saved_;                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static inline void *tracked(void *p, size_t n, uint32_t stack, unsigned flags)
+{
+    if (p)
+        heap_track(p, n, stack, flags);
+    return p;
+}
+
+/* ---- the hooks ---- */
+
+EXPORT void *malloc(size_t n)
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving)
+            return boot_alloc(n, 16);
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return r_malloc(n);
+    case P_LITE:
+        return tracked(r_malloc(n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    uint32_t stack = STACK(1);
+    size_t total;
+    void *p = NULL;
+    if (with_redzone(n, &total)) {
+        p = r_malloc(total);
+        RETRY_AFTER_DRAIN(p, r_malloc(total), total);
+        tracked(p, n, stack, 0);
+    }
+    shim_leave();
+    return p;
+}
+
+EXPORT void free(void *p)
+{
+    if (!p || UNLIKELY(is_boot(p)))
+        return;
+    resolve();
+    switch (path()) {
+    case P_PASS:
+        r_free(p);
+        return;
+    case P_LITE:
+        heap_free(p, 0, 1);
+        return;
+    case P_FULL:
+        break;
+    }
+    int saved = errno; /* free leaves errno alone (glibc, POSIX 2024) */
+    uint32_t stack = STACK(1);
+    heap_free(p, stack, 0);
+    shim_leave();
+    errno = saved;
+}
+
+EXPORT void cfree(void *p)
+{
+    free(p);
+}
+
+EXPORT void *calloc(size_t count, size_t size)
+{
+    size_t n;
+    if (__builtin_mul_overflow(count, size, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving)
+            return boot_alloc(n, 16);
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return r_calloc(count, size);
+    case P_LITE:
+        return tracked(r_calloc(1, n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    uint32_t stack = STACK(1);
+    size_t total;
+    void *p = NULL;
+    if (with_redzone(n, &total)) {
+        p = r_calloc(1, total);
+        RETRY_AFTER_DRAIN(p, r_calloc(1, total), total);
+        tracked(p, n, stack, 0);
+    }
+    shim_leave();
+    return p;
+}
+
+/* realloc for a tracked heap: a new block, a copy, and the old block freed (into the
+ * quarantine), so a stale pointer to the old block is caught like any freed one. */
+static void *realloc_tracked(void *p, size_t n, uint32_t stack, int lite)
+{
+    size_t old;
+    if (heap_lookup(p, &old) != 1) {
+        /* Freed already or never allocated: reported as free would report it. */
+        heap_free(p, stack, lite);
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q;
+    if (lite) {
+        q = tracked(r_malloc(n), n, 0, HEAP_LITE);
+    } else {
+        size_t total;
+        q = NULL;
+        if (with_redzone(n, &total)) {
+            q = r_malloc(total);
+            RETRY_AFTER_DRAIN(q, r_malloc(total), total);
+            tracked(q, n, stack, 0);
+        }
+    }
+    if (!q)
+        return NULL; /* the old block stays as it was */
+    memcpy(q, p, old < n ? old : n);
+    heap_free(p, stack, lite);
+    return q;
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving) {
+            void *q = boot_alloc(n, 16);
+            if (q && p)
+                memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+            return q;
+        }
+        resolve();
+    }
+    if (!p)
+        return malloc(n);
+    if (n == 0) {
+        /* glibc: realloc(p, 0) frees p and returns NULL. */
+        free(p);
+        return NULL;
+    }
+    if (UNLIKELY(is_boot(p))) {
+        void *q = malloc(n);
+        if (q)
+            memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+        return q;
+    }
+    switch (path()) {
+    case P_PASS:
+        return r_realloc(p, n);
+    case P_LITE:
+        return realloc_tracked(p, n, 0, 1);
+    case P_FULL:
+        break;
+    }
+    uint32_t stack = STACK(1);
+    void *q = realloc_tracked(p, n, stack, 0);
+    shim_leave();
+    return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t count, size_t size)
+{
+    size_t n;
+    if (__builtin_mul_overflow(count, size, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+
+/* The aligned allocators: `real` is called with the redzone added to the size; it applies
+ * its own alignment rules (and errors). */
+enum align_fn { A_MEMALIGN, A_ALIGNED_ALLOC, A_VALLOC, A_PVALLOC };
+
+static void *call_aligned(enum align_fn fn, size_t align, size_t n)
+{
+    switch (fn) {
+    case A_MEMALIGN:
+        return r_memalign(align, n);
+    case A_ALIGNED_ALLOC:
+        return r_aligned_alloc(align, n);
+    case A_VALLOC:
+    case A_PVALLOC:
+        return r_memalign(align, n); /* align is the page size; n already rounded */
+    }
+    return NULL;
+}
+
+__attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t align, size_t n,
+                                                    uint32_t (*capture)(void))
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving) {
+            while (align & (align - 1))
+                align &= align - 1, align <<= 1;
+            return boot_alloc(n, align);
+        }
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return fn == A_VALLOC && r_valloc     ? r_valloc(n)
+               : fn == A_PVALLOC && r_pvalloc ? r_pvalloc(n)
+                                              : call_aligned(fn, align, n);
+    case P_LITE:
+        return tracked(call_aligned(fn, align, n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    uint32_t stack = capture();
+    size_t total;
+    void *p = NULL;
+    if (with_redzone(n, &total)) {
+        p = call_aligned(fn, align, total);
+        if (errno != EINVAL) /* a bad alignment stays one */
+            RETRY_AFTER_DRAIN(p, call_aligned(fn, align, total), total);
+        tracked(p, n, stack, 0);
+    }
+    shim_leave();
+    return p;
+}
+
+/* Frame 0 of the stack is the program's call: skip this function, aligned_hook and the
+ * exported function. Both helpers are noinline and the exported functions call aligned_hook
+ * through NO_TAIL (a tail call would drop their frame and make the skip one too many). */
+__attribute__((noinline)) static uint32_t capture_aligned(void)
+{
+    return depot_capture(3);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    void *p = aligned_hook(A_ALIGNED_ALLOC, align, n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+    void *p = aligned_hook(A_VALLOC, (size_t)sysconf(_SC_PAGESIZE), n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+/* pvalloc rounds the size up to whole pages (0 becomes one page); the block's size is that. */
+EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (n > SIZE_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t rounded = n ? (n + page - 1) & ~(page - 1) : page;
+    void *p = aligned_hook(A_PVALLOC, page, rounded, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    int saved = errno;
+    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    NO_TAIL(p);
+    int err = p ? 0 : errno;
+    errno = saved;
+    if (!p)
+        return err ? err : ENOMEM;
+    *out = p;
+    return 0;
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (is_boot(p))
+        return boot_size(p);
+    resolve();
+    enum shim_state st = shim_state();
+    if (st == SHIM_UNINIT) {
+        shim_init();
+        st = shim_state();
+    }
+    if (st == SHIM_OFF || (st == SHIM_INITING && !shim_tracking()))
+        return r_usable_size ? r_usable_size(p) : 0;
+    /* The requested size: the redzone is not the program's to use. */
+    size_t size;
+    return heap_lookup(p, &size) == 1 ? size : 0;
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The engine annotation API (tlsan.h) end to end: prog_api, a small multi-threaded engine,
+# runs each planted bug under LD_PRELOAD and the report must name the kind, the tensors, the
+# ops and their stacks, with the exact SUMMARY line and the exit status (exitcode); the clean
+# run must be silent and exit 0 under every checksum/fill setting; without the shim every
+# mode runs as a plain program; the trace starts with the magic and replays.
+# Usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
+set -u -o pipefail
+bin=${1:?usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
+progs=${4:?usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
+export LC_ALL=C
+# Absolute paths: the test runs in a temporary directory.
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+shim=$(dirname "$bin")/libtlsan.so
+prog=$(cd "$progs" && pwd)/prog_api
+[ -f "$shim" ] || { echo "SKIP: no $shim"; exit 77; }
+[ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() {
+    failed=$((failed + 1))
+    echo "FAIL: $*"
+}
+
+# run OPTIONS MODE: runs prog_api MODE under the shim; sets rc, out, err.
+run() {
+    rm -f "$tmp"/*.trace
+    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "$2" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    out=$(cat "$tmp/out")
+    err=$(cat "$tmp/err")
+}
+expect_rc() {
+    if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stderr: $err)"; fi
+}
+expect_in() {
+    case "$1" in
+        *"$2"*) ok ;;
+        *) bad "$3: '$2' not in: $1" ;;
+    esac
+}
+# expect_count TEXT PATTERN N WHAT: PATTERN (grep -E) matches N lines of TEXT.
+expect_count() {
+    local n
+    n=$(printf '%s\n' "$1" | grep -cE -- "$2")
+    if [ "$n" = "$3" ]; then ok; else bad "$4: $n lines match '$2', want $3 in: $1"; fi
+}
+# expect_stack TEXT TITLE FUNC WHAT: the stack under "TITLE:" has FUNC in frame #0.
+expect_stack() {
+    local frame
+    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
+    case "$frame" in
+        *"#0 "*" in $3+"*) ok ;;
+        *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
+    esac
+}
+
+# ---- clean runs: silent, exit 0 ----
+for opts in "" checksum=all checksum=off fill=0 "fill=0:checksum=all" stack_depth=0 trace=0 \
+    halt_on_error=1; do
+    run "exitcode=23:$opts" clean
+    expect_rc 0 "clean ($opts)"
+    if [ -z "$err" ]; then ok; else bad "clean ($opts) is not silent: $err"; fi
+    if [ -z "$out" ]; then ok; else bad "clean ($opts) printed: $out"; fi
+done
+
+# ---- each planted bug: one report, exact summary, stacks, exit status ----
+pid_line='^==[0-9]+==ERROR: tlsan: '
+for opts in "" checksum=all checksum=off; do
+    what="clobber ($opts)"
+    run "exitcode=23:$opts" clobber
+    expect_rc 23 "$what"
+    expect_count "$err" "$pid_line" 1 "$what"
+    expect_count "$err" "${pid_line}live-corruption on tensor 'h1' in arena 'a0' bytes \[8192, 12192\)$" 1 "$what"
+    expect_in "$err" "op 'scale_9' wrote 'tmp' (bytes [9216, 10240)) over 'h1' while 'h1' was still live; op 'add_3' reads it afterwards" "$what"
+    expect_stack "$err" "last written by op 'mm_1' at" run_op "$what"
+    expect_stack "$err" "read by op 'add_3' at" run_op "$what"
+    expect_stack "$err" "overwritten by op 'scale_9' (writing 'tmp') at" run_op "$what"
+    expect_stack "$err" "'tmp' (bytes [9216, 10240)) bound at" graph "$what"
+    expect_count "$err" "^SUMMARY: tlsan: live-corruption h1 \(last written by op 'mm_1', read by 'add_3', overlapped by 'tmp'\)$" 1 "$what"
+done
+
+run exitcode=23 stale
+expect_rc 23 stale
+expect_count "$err" "$pid_line" 1 stale
+expect_count "$err" "${pid_line}stale-write at arena 'a0' offset 8292 " 1 stale
+expect_in "$err" "released bytes changed before their next tenant 'h4' was bound" stale
+expect_in "$err" "expected the sentinel fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f" stale
+expect_in "$err" "found                 00 00 00 00 00 00 00 00 fe 7f fe 7f fe 7f fe 7f" stale
+expect_stack "$err" "'h1' (bytes [8192, 12192)) previous tenant, released at" graph stale
+expect_stack "$err" "'h4' (bytes [8192, 12192)) new tenant, bound at" graph stale
+expect_count "$err" "^SUMMARY: tlsan: stale-write at a0\+8292 \(released by 'h1', rebound as 'h4'\)$" 1 stale
+# Without fills there is no sentinel to break: the stale write goes unseen.
+run exitcode=23:fill=0 stale
+expect_rc 0 "stale (fill=0)"
+
+run exitcode=23 uar
+expect_rc 23 uar
+expect_count "$err" "$pid_line" 1 uar
+expect_count "$err" "${pid_line}use-after-release on tensor 'h1'$" 1 uar
+expect_in "$err" "op 'relu_4' reads 'h1' (arena 'a0', bytes [8192, 12192)) after its release" uar
+expect_stack "$err" "read by op 'relu_4' at" run_op uar
+expect_stack "$err" "released at" graph uar
+expect_count "$err" "^SUMMARY: tlsan: use-after-release h1 \(released, read by op 'relu_4'\)$" 1 uar
+
+run exitcode=23 overflow
+expect_rc 23 overflow
+expect_count "$err" "$pid_line" 1 overflow
+expect_count "$err" "${pid_line}slot-overflow on tensor 'h1' in arena 'a0'$" 1 overflow
+expect_in "$err" "op 'mm_1' wrote past the end of 'h1' (bytes [8192, 12192), 4000 bytes planned)" overflow
+expect_stack "$err" "written by op 'mm_1' at" run_op overflow
+expect_count "$err" "^SUMMARY: tlsan: slot-overflow h1 \(4000 bytes planned, written by op 'mm_1'\)$" 1 overflow
+
+run exitcode=23 plan-bad
+expect_rc 23 plan-bad
+expect_count "$err" "$pid_line" 1 plan-bad
+expect_count "$err" "${pid_line}live-overlap between 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
+expect_in "$err" "shared bytes [10240, 12192)" plan-bad
+expect_stack "$err" "plan loaded at" graph plan-bad
+expect_count "$err" "^SUMMARY: tlsan: live-overlap 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
+expect_in "$out" "prog_api: tlsan_plan_load found 1" plan-bad
+
+# halt_on_error stops at the first finding with the exit status.
+run exitcode=41:halt_on_error=1 clobber
+expect_rc 41 "clobber (halt_on_error)"
+expect_count "$err" "^SUMMARY: tlsan: live-corruption h1 " 1 "clobber (halt_on_error)"
+
+# ---- without the shim: the weak entry points are absent, every annotation a no-op ----
+for mode in clean clobber stale uar overflow plan-bad fork-exec; do
+    "$prog" "$mode" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    err=$(cat "$tmp/err")
+    expect_rc 0 "$mode without the shim"
+    if [ -z "$err" ]; then ok; else bad "$mode without the shim printed: $err"; fi
+done
+
+# ---- the trace ----
+run exitcode=23:trace_path=run.trace clean
+expect_rc 0 "trace_path"
+if [ -f run.trace ] && [ "$(head -c 8 run.trace)" = TLSANTRC ]; then ok; else bad "run.trace missing or without the magic"; fi
+# A program a traced process fork+exec'd writes FILE.PID, not over its ancestor's FILE.
+run exitcode=23:trace_path=fe.trace fork-exec
+expect_rc 0 "fork-exec"
+child=$(printf '%s\n' "$out" | sed -n 's/^prog_api: child \([0-9]*\) exited 0$/\1/p')
+if [ -n "$child" ] && [ -f "fe.trace.$child" ] && [ "$(head -c 8 "fe.trace.$child")" = TLSANTRC ]; then
+    ok
+else
+    bad "fork-exec: no fe.trace.CHILD for child '$child' ($(ls))"
+fi
+if [ -n "$child" ] && [ "$(od -An -tu4 -j16 -N4 "fe.trace.$child" | tr -d ' ')" = "$child" ]; then
+    ok
+else
+    bad "fork-exec: fe.trace.$child does not carry the child's pid"
+fi
+if [ -f fe.trace ] && [ "$(od -An -tu4 -j16 -N4 fe.trace | tr -d ' ')" != "$child" ]; then
+    ok
+else
+    bad "fork-exec: fe.trace missing or overwritten by the child"
+fi
+run exitcode=23 clobber
+set -- tlsan.*.trace
+if [ -f "$1" ] && [ "$(head -c 8 "$1")" = TLSANTRC ]; then ok; else bad "no tlsan.PID.trace with the magic"; fi
+if "$bin" replay --help >/dev/null 2>&1 || "$bin" --help 2>&1 | grep -q "replay"; then
+    rep=$("$bin" replay --no-symbolize "$1" 2>&1)
+    expect_in "$rep" "live-overlap between 'h1' and 'tmp'" "replay of the clobber trace"
+    expect_in "$rep" "1 finding at run time (live-corruption)" "replay of the clobber trace"
+    run exitcode=23:trace_path=clean.trace clean
+    rep=$("$bin" replay --no-symbolize clean.trace 2>&1)
+    expect_rc 0 "clean run for replay"
+    expect_in "$rep" "no findings" "replay of the clean trace"
+fi
+
+echo "api.sh: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,454 @@
+/* heap (and report): the sentinel (fill phase, NaN views, exact first-change offsets, the sampling
+ * rule of large blocks), and the side table with its checks: double and invalid frees, redzone
+ * overflow, write after free at eviction and at exit, the quarantine budget, lite blocks,
+ * and growth of the table; the report layout. Reports go to a pipe and are read back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "out.h"
+#include "report.h"
+#include "shim.h"
+
+/* ---- the sentinel ---- */
+
+static void fill_phase(void **state)
+{
+    (void)state;
+    _Alignas(16) unsigned char buf[64];
+    for (size_t start = 0; start < 9; start++) {
+        memset(buf, 0, sizeof buf);
+        sentinel_fill(buf + start, 40);
+        for (size_t i = 0; i < sizeof buf; i++) {
+            unsigned char want = (i < start || i >= start + 40) ? 0 : (i & 1) ? 0x7F : 0xFE;
+            assert_int_equal(buf[i], want);
+        }
+    }
+    assert_int_equal(sentinel_byte(0x1000), 0xFE);
+    assert_int_equal(sentinel_byte(0x1001), 0x7F);
+}
+
+static void nan_views(void **state)
+{
+    (void)state;
+    _Alignas(16) unsigned char buf[64];
+    sentinel_fill(buf, sizeof buf);
+    for (size_t off = 0; off < sizeof buf; off += 2) {
+        uint16_t h;
+        memcpy(&h, buf + off, 2);
+        assert_int_equal(h, SHIM_SENTINEL_U16);
+        /* f16: exponent bits 14..10 all ones and a mantissa: NaN. bf16: bits 14..7 ones. */
+        assert_int_equal(h & 0x7C00, 0x7C00);
+        assert_int_not_equal(h & 0x03FF, 0);
+        assert_int_equal(h & 0x7F80, 0x7F80);
+        assert_int_not_equal(h & 0x007F, 0);
+    }
+    for (size_t off = 0; off < sizeof buf; off += 4) {
+        float f;
+        memcpy(&f, buf + off, 4);
+        assert_true(isnan(f));
+        int32_t i;
+        memcpy(&i, buf + off, 4);
+        assert_int_equal(i, 0x7FFE7FFE);
+    }
+    for (size_t off = 0; off < sizeof buf; off += 8) {
+        double d;
+        memcpy(&d, buf + off, 8);
+        assert_true(isnan(d));
+    }
+}
+
+static void find_change(void **state)
+{
+    (void)state;
+    _Alignas(16) unsigned char buf[128];
+    for (size_t start = 0; start < 9; start++) {
+        size_t n = 100;
+        sentinel_fill(buf + start, n);
+        assert_int_equal(sentinel_find_change(buf + start, n), n);
+        assert_int_equal(sentinel_find_change(buf + start, 0), 0);
+        static const size_t offs[] = {0, 1, 6, 7, 8, 9, 15, 16, 63, 64, 98, 99};
+        for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++) {
+            size_t off = offs[k];
+            unsigned char old = buf[start + off];
+            buf[start + off] ^= 0x01;
+            assert_int_equal(sentinel_find_change(buf + start, n), off);
+            /* A second change after the first does not matter. */
+            buf[start + n - 1] ^= off == n - 1 ? 0 : 0x80;
+            assert_int_equal(sentinel_find_change(buf + start, n), off);
+            buf[start + n - 1] ^= off == n - 1 ? 0 : 0x80;
+            buf[start + off] = old;
+        }
+        /* Bytes the right value at the wrong phase are a change too. */
+        buf[start + 10] = sentinel_byte((uintptr_t)(buf + start + 11));
+        assert_int_equal(sentinel_find_change(buf + start, n), 10);
+    }
+}
+
+static void verify_sampling(void **state)
+{
+    (void)state;
+    /* Small blocks: every byte. */
+    unsigned char *small = malloc(HEAP_VERIFY_FULL_BYTES);
+    sentinel_fill(small, HEAP_VERIFY_FULL_BYTES);
+    small[3000] = 0;
+    assert_int_equal(sentinel_verify(small, HEAP_VERIFY_FULL_BYTES), 3000);
+    free(small);
+
+    /* A 1 MiB block: first and last 256 bytes and 64 windows of 64 bytes, the window i at
+     * (256 + i * step) rounded down to 8, step = (n - 512) / 64. */
+    size_t n = 1u << 20, step = (n - 512) / 64;
+    unsigned char *p = malloc(n);
+    sentinel_fill(p, n);
+    assert_int_equal(sentinel_verify(p, n), n);
+    size_t in_window = ((256 + 10 * step) & ~(size_t)7) + 5;
+    size_t between = 256 + 200; /* after window 0 ([256, 320)), before window 1 */
+    static const size_t found[] = {0, 255, 0, 0, 0};
+    (void)found;
+    size_t cases[][2] = {
+        {0, 0},         {255, 255},   {in_window, in_window}, {n - 256, n - 256},
+        {n - 1, n - 1}, {between, n}, /* missed: documented */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        unsigned char old = p[cases[k][0]];
+        p[cases[k][0]] ^= 0x10;
+        assert_int_equal(sentinel_verify(p, n), cases[k][1]);
+        p[cases[k][0]] = old;
+    }
+    free(p);
+}
+
+/* ---- the table and the checks ---- */
+
+static int g_pipe[2];
+static unsigned g_real_frees;
+
+static void counting_free(void *p)
+{
+    g_real_frees++;
+    free(p);
+}
+
+static void no_free(void *p)
+{
+    (void)p;
+    g_real_frees++;
+}
+
+/* Reads what the reports wrote so far. */
+static const char *reports(void)
+{
+    static char text[65536];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(g_pipe[0], text + len, sizeof text - 1 - len)) > 0)
+        len += (size_t)n;
+    text[len] = '\0';
+    return text;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (pipe(g_pipe) != 0)
+        return -1;
+    fcntl(g_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(g_pipe[1], F_SETPIPE_SZ, 1 << 20);
+    out_set_fd(g_pipe[1]);
+    struct shim_options *o = shim_opts_mut();
+    o->redzone = 16;
+    o->quarantine_mb = 1;
+    o->fill = 1;
+    o->stack_depth = 8;
+    o->trace = 0;
+    heap_set_real_free(counting_free);
+    return heap_init() ? 0 : -1;
+}
+
+/* A block as the hooks make it: size + redzone from the real malloc, then tracked. */
+static unsigned char *alloc(size_t n)
+{
+    unsigned char *p = malloc(n + heap_redzone());
+    assert_true(heap_track(p, n, 0, 0));
+    memset(p, 0x11, n);
+    return p;
+}
+
+static void track_and_free(void **state)
+{
+    (void)state;
+    unsigned char *p = alloc(40);
+    size_t size = 0;
+    assert_int_equal(heap_lookup(p, &size), 1);
+    assert_int_equal(size, 40);
+    assert_int_equal(sentinel_find_change(p + 40, 16), 16); /* the redzone */
+    uint64_t before = report_count();
+    heap_free(p, 0, 0);
+    assert_int_equal(heap_lookup(p, &size), 2); /* in quarantine */
+    assert_int_equal(sentinel_find_change(p, 40), 40);
+    assert_int_equal(report_count(), before);
+    assert_string_equal(reports(), "");
+    assert_int_equal(heap_lookup(p + 8, NULL), 0);
+}
+
+static void double_and_invalid(void **state)
+{
+    (void)state;
+    unsigned char *p = alloc(32);
+    uint64_t before = report_count();
+    heap_free(p, 0, 0);
+    heap_free(p, 0, 0);
+    assert_int_equal(report_count(), before + 1);
+    const char *r = reports();
+    assert_non_null(strstr(r, "ERROR: tlsan: double-free on address 0x"));
+    assert_non_null(strstr(r, " (a 32-byte block)\n  the block was freed before"));
+    assert_non_null(strstr(r, "\nfreed again here:\n    (no stack)\nfirst freed here:\n    (no "
+                              "stack)\nallocated here:\n    (no stack)\n"));
+    assert_non_null(strstr(r, "\nSUMMARY: tlsan: double-free of a 32-byte block\n"));
+
+    unsigned char *q = alloc(64);
+    unsigned frees = g_real_frees;
+    heap_free(q + 16, 0, 0);
+    assert_int_equal(report_count(), before + 2);
+    assert_int_equal(g_real_frees, frees); /* ignored */
+    r = reports();
+    char want[128];
+    snprintf(want, sizeof want,
+             "ERROR: tlsan: invalid-free on address %p, which malloc did not "
+             "return\n",
+             (void *)(q + 16));
+    assert_non_null(strstr(r, want));
+    snprintf(want, sizeof want, "\nSUMMARY: tlsan: invalid-free on address %p\n", (void *)(q + 16));
+    assert_non_null(strstr(r, want));
+    assert_int_equal(heap_lookup(q, NULL), 1); /* the block is untouched */
+    heap_free(q, 0, 0);
+    assert_int_equal(report_count(), before + 2);
+}
+
+static void overflow(void **state)
+{
+    (void)state;
+    unsigned char *p = alloc(40);
+    p[40 + 5] = 0xAA;
+    p[40 + 6] = 0xBB;
+    uint64_t before = report_count();
+    heap_free(p, 0, 0);
+    assert_int_equal(report_count(), before + 1);
+    const char *r = reports();
+    char want[256];
+    snprintf(want, sizeof want,
+             "ERROR: tlsan: heap-buffer-overflow on address %p, 5 bytes past the end of a "
+             "40-byte block at %p\n",
+             (void *)(p + 45), (void *)p);
+    assert_non_null(strstr(r, want));
+    /* p is 16-aligned: byte 45 is at an odd address. */
+    assert_non_null(strstr(r, "  bytes at 5 past the end (11 shown):\n"
+                              "    expected: 7f fe 7f fe 7f fe 7f fe 7f fe 7f\n"
+                              "    found:    aa bb 7f fe 7f fe 7f fe 7f fe 7f\n"));
+    assert_non_null(strstr(r, "SUMMARY: tlsan: heap-buffer-overflow 5 bytes past the end of a "
+                              "40-byte block\n"));
+    /* The block is quarantined with a mended redzone. */
+    assert_int_equal(heap_lookup(p, NULL), 2);
+    assert_int_equal(sentinel_find_change(p + 40, 16), 16);
+}
+
+static void write_after_free(void **state)
+{
+    (void)state;
+    /* At exit (heap_verify_quarantine). */
+    unsigned char *p = alloc(100);
+    heap_free(p, 0, 0);
+    p[33] = 0x41;
+    uint64_t before = report_count();
+    assert_int_equal(heap_verify_quarantine(0), 1);
+    assert_int_equal(report_count(), before + 1);
+    const char *r = reports();
+    char want[256];
+    snprintf(want, sizeof want,
+             "ERROR: tlsan: heap-write-after-free on address %p at offset 33 of a 100-byte "
+             "block at %p\n  the freed block changed while in quarantine (found at exit)\n"
+             "  bytes at offset 33 (16 shown):\n"
+             "    expected: 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe\n"
+             "    found:    41 fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe\n",
+             (void *)(p + 33), (void *)p);
+    assert_non_null(strstr(r, want));
+    assert_non_null(strstr(r, "SUMMARY: tlsan: heap-write-after-free at offset 33 of a 100-byte "
+                              "block\n"));
+    /* Near the end only the bytes left are shown. */
+    p[33] = 0x7F;
+    p[97] = 0;
+    assert_int_equal(heap_verify_quarantine(0), 1);
+    assert_non_null(strstr(reports(), "  bytes at offset 97 (3 shown):\n"
+                                      "    expected: 7f fe 7f\n    found:    00 fe 7f\n"));
+    p[97] = 0x7F;
+    assert_int_equal(heap_verify_quarantine(0), 0);
+
+    /* At eviction: freeing 1 MiB more pushes p out of the 1 MiB quarantine. */
+    p[50] = 0x42;
+    before = report_count();
+    unsigned char *big = alloc(600 * 1024), *big2 = alloc(600 * 1024);
+    heap_free(big, 0, 0);
+    heap_free(big2, 0, 0);
+    assert_int_equal(heap_lookup(p, NULL), 0); /* evicted and freed */
+    assert_int_equal(heap_lookup(big, NULL), 0);
+    assert_int_equal(heap_lookup(big2, NULL), 2);
+    assert_int_equal(report_count(), before + 1);
+    r = reports();
+    assert_non_null(strstr(r, "at offset 50 of a 100-byte block"));
+    assert_non_null(strstr(r, "(found when it left the quarantine)"));
+}
+
+static void budget_and_lite(void **state)
+{
+    (void)state;
+    struct shim_options *o = shim_opts_mut();
+    /* quarantine_mb=0: freed at once, the redzone still checked. */
+    o->quarantine_mb = 0;
+    assert_true(heap_init());
+    unsigned char *p = alloc(24);
+    p[24] = 0;
+    unsigned frees = g_real_frees;
+    uint64_t before = report_count();
+    heap_free(p, 0, 0);
+    assert_int_equal(g_real_frees, frees + 1);
+    assert_int_equal(report_count(), before + 1);
+    assert_non_null(strstr(reports(), "0 bytes past the end of a 24-byte block"));
+    /* A block larger than the budget is not quarantined either. */
+    o->quarantine_mb = 1;
+    assert_true(heap_init());
+    p = alloc((1u << 20) + 1);
+    heap_free(p, 0, 0);
+    assert_int_equal(heap_lookup(p, NULL), 0);
+    assert_int_equal(g_real_frees, frees + 2);
+
+    /* Lite blocks: no redzone, freed at once; lite frees ignore unknown pointers. */
+    unsigned char *l = malloc(8);
+    assert_true(heap_track(l, 8, 0, HEAP_LITE));
+    assert_int_equal(heap_lookup(l, NULL), 1);
+    heap_free(l + 1, 0, 1);
+    assert_int_equal(heap_lookup(l, NULL), 1);
+    heap_free(l, 0, 1);
+    assert_int_equal(heap_lookup(l, NULL), 0);
+    assert_int_equal(g_real_frees, frees + 3);
+    /* A lite block freed from outside: quarantined, no redzone check. */
+    l = malloc(8);
+    assert_true(heap_track(l, 8, 0, HEAP_LITE));
+    heap_free(l, 0, 0);
+    assert_int_equal(heap_lookup(l, NULL), 2);
+    assert_int_equal(report_count(), before + 1);
+    assert_string_equal(reports(), "");
+}
+
+static void ring_and_drain(void **state)
+{
+    (void)state;
+    /* 10000 small blocks: more than the ring's first 4096 slots; all stay quarantined. */
+    enum { N = 10000 };
+    static unsigned char *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = alloc(8);
+        heap_free(blocks[i], 0, 0);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(heap_lookup(blocks[i], NULL), 2);
+    struct heap_stats st;
+    heap_get_stats(&st);
+    assert_true(st.quarantine_blocks >= N);
+    /* One is written to after free: draining verifies it. */
+    blocks[N / 2][3] = 0;
+    uint64_t before = report_count();
+    unsigned frees = g_real_frees;
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(report_count(), before + 1);
+    assert_non_null(strstr(reports(), "at offset 3 of a 8-byte block"));
+    assert_true(g_real_frees >= frees + N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(heap_lookup(blocks[i], NULL), 0);
+    heap_get_stats(&st);
+    assert_int_equal(st.quarantine_blocks, 0);
+    assert_int_equal(st.quarantine_bytes, 0);
+    assert_false(heap_quarantine_drain());
+}
+
+static void growth(void **state)
+{
+    (void)state;
+    /* 300k fake addresses (lite: nothing is written to them) force every shard to grow. */
+    heap_set_real_free(no_free);
+    const uintptr_t base = 0x100000000000ull;
+    for (uintptr_t i = 0; i < 300000; i++)
+        assert_true(heap_track((void *)(base + i * 16), i, 0, HEAP_LITE));
+    struct heap_stats st;
+    heap_get_stats(&st);
+    assert_true(st.live_blocks >= 300000);
+    for (uintptr_t i = 0; i < 300000; i += 7) {
+        size_t size;
+        assert_int_equal(heap_lookup((void *)(base + i * 16), &size), 1);
+        assert_int_equal(size, i);
+    }
+    unsigned frees = g_real_frees;
+    for (uintptr_t i = 0; i < 300000; i++)
+        heap_free((void *)(base + i * 16), 0, 1);
+    assert_int_equal(g_real_frees, frees + 300000);
+    for (uintptr_t i = 0; i < 300000; i += 1000)
+        assert_int_equal(heap_lookup((void *)(base + i * 16), NULL), 0);
+    heap_set_real_free(counting_free);
+    assert_string_equal(reports(), "");
+}
+
+static void report_layout(void **state)
+{
+    (void)state;
+    uint64_t before = report_count();
+    struct report *r = report_begin_named("live-overlap", 0, "between '%s' and '%s'", "a", "b");
+    assert_non_null(r);
+    /* A report inside a report (e.g. from its own stack walk) is refused. */
+    assert_null(report_begin(SHIM_KIND_DOUBLE_FREE, 0, "nested"));
+    report_tensor(r, "a");
+    report_tensor(r, "b");
+    report_line(r, "  bytes %d..%d of arena '%s'", 0, 63, "a0");
+    report_stack(r, "bound here", 0);
+    report_end(r, "between '%s' and '%s'", "a", "b");
+    assert_int_equal(report_count(), before + 1);
+    char want[256];
+    snprintf(want, sizeof want,
+             "==%d==ERROR: tlsan: live-overlap between 'a' and 'b'\n"
+             "  bytes 0..63 of arena 'a0'\n"
+             "bound here:\n    (no stack)\n"
+             "SUMMARY: tlsan: live-overlap between 'a' and 'b'\n",
+             (int)getpid());
+    assert_string_equal(reports(), want);
+    /* After the report, a new one can begin again. */
+    r = report_begin(SHIM_KIND_STALE_WRITE, 1, "on '%s'", "t");
+    assert_non_null(r);
+    report_end(r, "on '%s'", "t");
+    snprintf(want, sizeof want,
+             "==%d==ERROR: tlsan: stale-write on 't'\nSUMMARY: tlsan: stale-write on 't'\n",
+             (int)getpid());
+    assert_string_equal(reports(), want);
+    assert_string_equal(shim_kind_name(SHIM_KIND_SLOT_OVERFLOW), "slot-overflow");
+    assert_string_equal(shim_kind_name(SHIM_KIND_COUNT_), "unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fill_phase),      cmocka_unit_test(nan_views),
+        cmocka_unit_test(find_change),     cmocka_unit_test(verify_sampling),
+        cmocka_unit_test(track_and_free),  cmocka_unit_test(double_and_invalid),
+        cmocka_unit_test(overflow),        cmocka_unit_test(write_after_free),
+        cmocka_unit_test(budget_and_lite), cmocka_unit_test(ring_and_drain),
+        cmocka_unit_test(growth),          cmocka_unit_test(report_layout),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
