@@ -7,6 +7,8 @@
 
 void tg_raw(tracegen *g, const void *p, size_t n)
 {
+    if (n == 0)
+        return; /* an empty payload comes with a NULL buffer */
     if (g->n + n > g->cap) {
         size_t cap = g->cap ? g->cap : 256;
         while (cap < g->n + n)
