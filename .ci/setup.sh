@@ -6,6 +6,7 @@ packages=(
   build-essential cmake pkg-config clang-format   # toolchain, formatting check
   libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev libdw-dev valgrind  # the project's libraries
   jq python3 time                                 # test scripts and benchmarks
+  chromium                                        # headless, to test tlsan view's page
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,8 @@
 /* main: the `tlsan` command.
  *
- *   tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm] [--max-paths N] PLAN...
+ *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE] [--from plan|tvm]
+ *               [--max-paths N] PLAN...
+ *   tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE
  *   tlsan import tvm GRAPH.json [-o PLAN.json]
  *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize] TRACE...
  *   tlsan export TRACE [-o PLAN.json]
@@ -14,6 +16,7 @@
 #include "report.h"
 #include "run.h"
 #include "trace_read.h"
+#include "view.h"
 #include "tlsan/check.h"
 #include "tlsan/plan.h"
 #include "tlsan/tvm.h"
@@ -30,8 +33,9 @@
 enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
 
 static const char usage_text[] =
-    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--from plan|tvm]\n"
-    "                   [--max-paths N] PLAN...\n"
+    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
+    "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
+    "       tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE\n"
     "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
     "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
     "                    [--no-symbolize] TRACE...\n"
@@ -46,6 +50,8 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  check PLAN...       check plan files (plans or plan caches; '-' reads standard input)\n"
+    "  view PLAN|TRACE     draw a plan (or a recorded run) as one self-contained HTML\n"
+    "                      page: tensors over steps and bytes, conflicts in red\n"
     "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
     "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
     "                      and check it, with every plan the engine handed over\n"
@@ -62,6 +68,7 @@ static const char usage_text[] =
     "  --from tvm          the inputs are TVM graph-executor JSON files\n"
     "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
     "                      union of paths (default 4096)\n"
+    "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
     "\n"
     "  (replay takes the same options, and --no-symbolize to keep stacks as\n"
     "  module+offset instead of reading function and line from the binaries)\n"
@@ -152,6 +159,7 @@ typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_TRACE } source;
 typedef struct check_args {
     tlsan_format format;
     const char *out_path;
+    const char *svg_path; /* check --svg */
     source from;
     bool symbolize; /* replay: read function and line from the binaries */
     tlsan_check_options options;
@@ -355,6 +363,10 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             if (!v || !v[0])
                 return usage_error("%s needs a file name", a);
             args->out_path = v;
+        } else if (option_value(argc, argv, &i, "--svg", NULL, &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a file name", a);
+            args->svg_path = v;
         } else if (!replay && option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v)
                 return usage_error("%s needs a value: plan or tvm", a);
@@ -380,6 +392,31 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
     if (args->n_files == 0)
         return usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
     return EXIT_CLEAN;
+}
+
+/* Draws the checked units (refused ones are left out) as HTML or SVG into path (NULL:
+ * standard output). Returns EXIT_CLEAN, or EXIT_INVALID when it could not be written. */
+static int write_views(const input_list *units, const char *path, bool html)
+{
+    view_unit *views = calloc(units->n + 1, sizeof *views);
+    if (!views) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < units->n; i++) {
+        const input *in = &units->items[i];
+        if (in->report)
+            views[n++] = (view_unit){in->label, in->plan, in->cache, in->report};
+    }
+    FILE *out = open_output(path);
+    int status = EXIT_INVALID;
+    if (out) {
+        bool failed = (html ? view_write_html(views, n, out) : view_write_svg(views, n, out)) != 0;
+        status = close_output(out, path, failed);
+    }
+    free(views);
+    return status;
 }
 
 /* Writes one checked (or refused) input in text or JSON; -1 when the output failed. */
@@ -430,7 +467,7 @@ static int cmd_check(int argc, char **argv, bool replay)
             if (args.format != TLSAN_FORMAT_SARIF && !write_failed)
                 write_failed = write_one(&args, in, out, color) != 0;
         }
-        if (args.format != TLSAN_FORMAT_SARIF) {
+        if (args.format != TLSAN_FORMAT_SARIF && !args.svg_path) {
             for (size_t u = first; u < units.n; u++)
                 input_free(&units.items[u]);
             units.n = first;
@@ -454,12 +491,63 @@ static int cmd_check(int argc, char **argv, bool replay)
         free(errors);
         free(labels);
     }
+    if (args.svg_path && write_views(&units, args.svg_path, false) != EXIT_CLEAN)
+        status = EXIT_INVALID;
     for (size_t i = 0; i < units.n; i++)
         input_free(&units.items[i]);
     free(units.items);
     if (close_output(out, args.out_path, write_failed) != EXIT_CLEAN)
         status = EXIT_INVALID;
     free(args.files);
+    return status;
+}
+
+/* ---- view ---- */
+
+/* tlsan view: reads and checks one input as `check` does (a trace, found by its magic, is
+ * replayed first), then draws it. Exit 0 when the page is written, findings or not. */
+static int cmd_view(int argc, char **argv)
+{
+    check_args args = {.from = SOURCE_PLAN, .symbolize = true};
+    const char *file = NULL, *v;
+    bool from_given = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (file)
+                return usage_error("view takes one plan or trace, not also '%s'", a);
+            file = a;
+        } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a file name", a);
+            args.out_path = v;
+        } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
+            if (!v || (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0))
+                return usage_error("--from needs plan or tvm, not '%s'", v ? v : "");
+            args.from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+            from_given = true;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return EXIT_CLEAN;
+        } else {
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    if (!file)
+        return usage_error("%s: no plan or trace given", "view");
+    if (!from_given && view_file_is_trace(file))
+        args.from = SOURCE_TRACE;
+    input_list units = {0};
+    int status = load_file(&args, file, &units);
+    for (size_t u = 0; u < units.n; u++)
+        if ((units.items[u].plan || units.items[u].cache) &&
+            check_unit(&args, &units.items[u]) == EXIT_INVALID)
+            status = EXIT_INVALID;
+    if (status != EXIT_INVALID)
+        status = write_views(&units, args.out_path, true);
+    for (size_t i = 0; i < units.n; i++)
+        input_free(&units.items[i]);
+    free(units.items);
     return status;
 }
 
@@ -583,6 +671,8 @@ int main(int argc, char **argv)
         return run_command(argc - 2, argv + 2, argv[0]);
     if (strcmp(cmd, "import") == 0)
         return cmd_import(argc - 2, argv + 2);
+    if (strcmp(cmd, "view") == 0)
+        return cmd_view(argc - 2, argv + 2);
     if (cmd[0] == '-')
         return usage_error("unknown option '%s'", cmd);
     return usage_error("unknown command '%s'", cmd);
