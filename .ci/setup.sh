@@ -21,3 +21,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup: all packages present"
+
+# The prebuilt ggml and llama.cpp (examples/ggml, tests/shim/ggml.sh) come from npm into the
+# ignored .deps/ggml; a second run finds them there and fetches nothing. npm comes from
+# Debian when the machine has no Node.js of its own. A failed fetch does not fail the set-up:
+# the ggml examples and tests are then skipped, and .ci/test.sh says so.
+if ! command -v npm >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing npm (for .ci/fetch-ggml.sh)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+if ! bash "$(dirname "$0")/fetch-ggml.sh"; then
+  echo "setup: WARNING: could not fetch the prebuilt ggml; the ggml examples and tests will be skipped"
+fi

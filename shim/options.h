@@ -23,7 +23,8 @@ enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL 
     X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
     X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
     X(BOOL, help, 0, "print this list and continue")                                               \
-    X(STR, inject, "", "self-test fault to plant (ggml adapter)")
+    X(STR, inject, "", "ggml: self-test fault to plant: move@NODE or move@NODE@VICTIM")            \
+    X(STR, ggml_plan_path, "", "ggml: write each graph checked as a plan to PATH.PID.N.json")
 
 struct shim_options {
 #define SHIM_OPT_DECL_BOOL(n)     bool n

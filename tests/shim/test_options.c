@@ -152,7 +152,7 @@ static void help(void **state)
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    assert_int_equal(lines, 14); /* a heading and the 13 options */
+    assert_int_equal(lines, 15); /* a heading and the 14 options */
     assert_non_null(strstr(text, "\n  halt_on_error=0          exit with `exitcode` right after "
                                  "the first finding\n"));
     assert_non_null(strstr(text, "\n  quarantine_mb=64 "));
