@@ -112,7 +112,7 @@ static bool option_value(int argc, char **argv, int *i, const char *name, const 
 /* Opens the output: standard output for NULL. Reports its own error. */
 static FILE *open_output(const char *path)
 {
-    if (!path)
+    if (!path || strcmp(path, "-") == 0)
         return stdout;
     FILE *f = fopen(path, "w");
     if (!f)
@@ -124,6 +124,8 @@ static FILE *open_output(const char *path)
 static int close_output(FILE *f, const char *path, bool write_failed)
 {
     bool bad = write_failed;
+    if (path && strcmp(path, "-") == 0)
+        path = NULL;
     if (f == stdout)
         bad = fflush(stdout) != 0 || ferror(stdout) || bad;
     else
@@ -228,7 +230,7 @@ static int check_unit(const check_args *args, input *in)
 
 /* Prints what a trace says about its own run: truncation, and the findings the process
  * reported while it ran (replay lists them; they are not checked again). */
-static void describe_trace(const char *path, const trace_data *t)
+static size_t describe_trace(const char *path, const trace_data *t)
 {
     size_t n_findings = 0;
     char kinds[512] = "";
@@ -244,12 +246,13 @@ static void describe_trace(const char *path, const trace_data *t)
     }
     if (trace_truncated(t))
         fprintf(stderr,
-                "tlsan: replay: %s: the trace has no end record (the process died or is still "
-                "running); replaying the %zu events it holds\n",
+                "tlsan: replay: %s: the trace has no end record (the process died, called exec "
+                "or is still running); replaying the %zu events it holds\n",
                 path, trace_n_events(t));
     if (n_findings)
         fprintf(stderr, "tlsan: replay: %s: the process reported %zu finding%s at run time (%s)\n",
                 path, n_findings, n_findings == 1 ? "" : "s", kinds);
+    return n_findings;
 }
 
 /* Reads one trace into units: the run, then each handed-over plan. Returns the worst exit
@@ -264,8 +267,9 @@ static int load_trace(const check_args *args, const char *path, input_list *unit
         print_input_error(path, st, &err, errno);
         return EXIT_INVALID;
     }
-    int status = EXIT_CLEAN;
-    describe_trace(path, t);
+    /* Findings the process reported while it ran count for the exit status too: some (a
+     * checksum mismatch, a stale write) leave nothing a plan could show. */
+    int status = describe_trace(path, t) ? EXIT_FINDINGS : EXIT_CLEAN;
     char name[64];
     snprintf(name, sizeof name, "run of pid %u", (unsigned)trace_pid(t));
     input *in = input_push(units, path);

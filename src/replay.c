@@ -3,6 +3,7 @@
 
 #include "error.h"
 #include "symbolize.h"
+#include "utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,25 +60,53 @@ static void names_free(names *nm)
     free(nm->count);
 }
 
-/* A new plan name for string `base`: "base" the first time, then "base#2", "base#3", ... */
+/* Appends `len` bytes of `s` to out (capacity cap, NUL-terminated), writing each byte that
+ * is not part of valid UTF-8 as the text "\xNN": names in a trace are whatever the engine
+ * passed, and a plan must be UTF-8. Returns the length written. */
+static size_t copy_utf8(char *out, size_t cap, const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 5 < cap;) {
+        size_t k = 1;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+            if (k == 0 || i + k > len || !utf8_valid_text(s + i, k))
+                k = 0;
+        }
+        if (k == 0) {
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+            i++;
+            continue;
+        }
+        memcpy(out + n, s + i, k);
+        n += k;
+        i += k;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* A new plan name for string `base`: "base" the first time, then "base#2", "base#3", ...
+ * An empty or missing name becomes "(unnamed)". */
 static char *fresh_name(const char *base, uint32_t k)
 {
-    size_t len = strlen(base) + 24;
-    char *s = malloc(len);
+    if (!base || !base[0])
+        base = "(unnamed)";
+    size_t cap = 4 * strlen(base) + 24;
+    char *s = malloc(cap);
     if (!s)
         return NULL;
-    if (k <= 1)
-        snprintf(s, len, "%s", base);
-    else
-        snprintf(s, len, "%s#%u", base, k);
+    size_t n = copy_utf8(s, cap, base, strlen(base));
+    if (k > 1)
+        snprintf(s + n, cap - n, "#%u", k);
     return s;
 }
 
 /* Starts a new tenant (or op) of string id `id`; returns its plan name. */
 static const char *names_next(builder *b, names *nm, uint64_t id)
 {
-    const char *base = trace_str(b->t, id);
-    char *s = fresh_name(base ? base : "(unnamed)", ++nm->count[id]);
+    char *s = fresh_name(trace_str(b->t, id), ++nm->count[id]);
     if (!s)
         return NULL;
     free(nm->current[id]);
@@ -115,7 +144,9 @@ static tlsan_status get_stack(builder *b, uint64_t id, const char *const **frame
                 symbolizer_frame(b->sym, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
             else
                 symbolizer_frame(NULL, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
-            if (!(out[k] = strdup(buf))) {
+            char clean[4 * sizeof buf + 8];
+            copy_utf8(clean, sizeof clean, buf, strlen(buf));
+            if (!(out[k] = strdup(clean))) {
                 for (size_t j = 0; j < k; j++)
                     free(out[j]);
                 free(out);
@@ -139,7 +170,8 @@ static tlsan_status map_names(builder *b, const uint64_t *ids, size_t n, const c
     for (size_t i = 0; i < n; i++) {
         if (ids[i] == 0)
             continue; /* the engine passed a NULL name; the shim warned at run time */
-        const char *cur = b->tensors.current[ids[i]];
+        size_t ti = b->tenant_of[ids[i]];
+        const char *cur = ti == SIZE_MAX ? NULL : b->tenants[ti].name;
         if (!cur) {
             if (b->warn)
                 fprintf(b->warn,
@@ -171,8 +203,10 @@ static tlsan_status add_op(builder *b, const trace_event *ev)
     size_t k = 0;
     for (size_t i = 0; i < ev->n_inplace; i++) {
         const uint64_t *pair = ev->names + ev->n_reads + ev->n_writes + 2 * i;
-        const char *o = pair[0] ? b->tensors.current[pair[0]] : NULL;
-        const char *in = pair[1] ? b->tensors.current[pair[1]] : NULL;
+        size_t to = pair[0] ? b->tenant_of[pair[0]] : SIZE_MAX;
+        size_t tin = pair[1] ? b->tenant_of[pair[1]] : SIZE_MAX;
+        const char *o = to == SIZE_MAX ? NULL : b->tenants[to].name;
+        const char *in = tin == SIZE_MAX ? NULL : b->tenants[tin].name;
         if (o && in) {
             inplace[2 * k] = o;
             inplace[2 * k + 1] = in;
@@ -273,6 +307,17 @@ static tlsan_status add_tenant(builder *b, const trace_event *ev)
         }
         base = b->tenants[bi].name;
     }
+    if (ev->a > INT64_MAX || ev->b > INT64_MAX ||
+        (ev->tag == TRACE_BIND && !b->arena_names[ev->arena])) {
+        /* The shim records what the engine said; a plan cannot hold it. */
+        if (b->warn)
+            fprintf(b->warn,
+                    "tlsan: replay: %s '%s' has an offset or size past 2^63, or no arena; left "
+                    "out\n",
+                    ev->tag == TRACE_VIEW ? "view" : "tensor", trace_str(b->t, ev->name));
+        b->tenant_of[ev->name] = SIZE_MAX;
+        return TLSAN_OK;
+    }
     size_t prev = b->tenant_of[ev->name];
     if (prev != SIZE_MAX) {
         tlsan_status st = end_output(b, prev, ev->stack);
@@ -337,6 +382,12 @@ static tlsan_status add_event(builder *b, const trace_event *ev)
     tlsan_status st = TLSAN_OK;
     switch (ev->tag) {
     case TRACE_ARENA: {
+        if (ev->b > INT64_MAX) {
+            if (b->warn)
+                fprintf(b->warn, "tlsan: replay: arena '%s' is larger than 2^63 bytes; left out\n",
+                        trace_str(b->t, ev->name));
+            return TLSAN_OK;
+        }
         /* An engine that creates its arena again gets "a0#2" for the second one. */
         const char *fresh = names_next(b, &b->arenas, ev->name);
         char *name = fresh ? strdup(fresh) : NULL;

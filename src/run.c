@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,27 +66,70 @@ static bool find_shim(char *out, size_t out_bytes)
     return false;
 }
 
-/* The value of `exitcode` in an options string (the last one wins), or `def`. */
-static int option_exitcode(const char *opts, int def)
+/* The last value of `key` in an options string, read the way the shim reads it: pairs
+ * separated by ':', ',' or blanks, a value optionally in single or double quotes. Returns
+ * false when the key is absent. */
+static bool option_text(const char *opts, const char *key, char *out, size_t out_bytes)
 {
-    int code = def;
+    bool found = false;
+    size_t klen = strlen(key);
     for (const char *p = opts; p && *p;) {
-        while (*p == ':' || *p == ',' || *p == ' ')
+        while (*p == ':' || *p == ',' || *p == ' ' || *p == '\t')
             p++;
-        if (strncmp(p, "exitcode=", 9) == 0) {
-            char *end;
-            long v = strtol(p + 9, &end, 10);
-            if (end != p + 9 && v >= 0 && v <= 255)
-                code = (int)v;
+        const char *name = p;
+        while (*p && *p != '=' && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        size_t nlen = (size_t)(p - name);
+        if (*p != '=')
+            continue;
+        p++;
+        const char *v = p;
+        size_t vlen;
+        if (*p == '\'' || *p == '"') {
+            char quote = *p++;
+            v = p;
+            while (*p && *p != quote)
+                p++;
+            vlen = (size_t)(p - v);
+            if (*p)
+                p++;
+        } else {
+            while (*p && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            vlen = (size_t)(p - v);
         }
-        p += strcspn(p, ":, ");
+        if (nlen == klen && strncmp(name, key, klen) == 0) {
+            snprintf(out, out_bytes, "%.*s", (int)vlen, v);
+            found = true;
+        }
     }
-    return code;
+    return found;
 }
 
-/* Counts the findings of a trace by kind into a one-line summary. Returns the count, or
- * -1 when the trace cannot be read (the reason goes to stderr). */
-static long summarize_trace(const char *path, char *kinds, size_t kinds_bytes, bool *truncated)
+/* The process's exit status for a run with findings: `exitcode` as the shim applies it
+ * (the low 8 bits of the number, as _exit does), 1 by default. */
+static int option_exitcode(const char *opts)
+{
+    char v[64];
+    if (!option_text(opts, "exitcode", v, sizeof v))
+        return 1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return end != v && *end == '\0' ? (int)(n & 0xff) : 1;
+}
+
+/* Findings by kind over every trace of a run. */
+typedef struct tally {
+    char kinds[32][48];
+    long counts[32];
+    size_t n_kinds;
+    long total;
+    size_t n_traces, n_truncated;
+} tally;
+
+/* Adds the FINDING records of one trace to the tally. Returns false when the trace cannot be
+ * read (the reason goes to stderr). */
+static bool tally_trace(tally *ty, const char *path)
 {
     trace_data *t = NULL;
     tlsan_error err = {0};
@@ -93,36 +137,55 @@ static long summarize_trace(const char *path, char *kinds, size_t kinds_bytes, b
         char buf[1200];
         fprintf(stderr, "tlsan: run: cannot read the trace %s: %s\n", path,
                 tlsan_error_format(&err, buf, sizeof buf));
-        return -1;
+        return false;
     }
-    *truncated = trace_truncated(t);
-    long total = 0;
-    size_t len = 0;
-    kinds[0] = '\0';
-    /* kinds in order of first appearance, each with its count */
+    ty->n_traces++;
+    ty->n_truncated += trace_truncated(t);
     for (size_t i = 0; i < trace_n_events(t); i++) {
         const trace_event *ev = trace_event_at(t, i);
         if (ev->tag != TRACE_FINDING)
             continue;
-        total++;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++) {
-            const trace_event *e = trace_event_at(t, j);
-            seen = e->tag == TRACE_FINDING && strcmp(e->text, ev->text) == 0;
+        ty->total++;
+        size_t k = 0;
+        while (k < ty->n_kinds && strcmp(ty->kinds[k], ev->text) != 0)
+            k++;
+        if (k == ty->n_kinds && k < sizeof ty->kinds / sizeof *ty->kinds) {
+            snprintf(ty->kinds[k], sizeof ty->kinds[k], "%s", ev->text);
+            ty->n_kinds++;
         }
-        if (seen)
-            continue;
-        size_t count = 0;
-        for (size_t j = i; j < trace_n_events(t); j++) {
-            const trace_event *e = trace_event_at(t, j);
-            count += e->tag == TRACE_FINDING && strcmp(e->text, ev->text) == 0;
-        }
-        if (len < kinds_bytes)
-            len += (size_t)snprintf(kinds + len, kinds_bytes - len, "%s%zu %s", len ? ", " : "",
-                                    count, ev->text);
+        if (k < ty->n_kinds)
+            ty->counts[k]++;
     }
     trace_data_free(t);
-    return total;
+    return true;
+}
+
+/* The traces of the program's descendants: a forked child, or a program it executed while
+ * the first still held the file, writes FILE.PID. */
+static void tally_descendants(tally *ty, const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    DIR *d = opendir(slash ? (dir[0] ? dir : "/") : ".");
+    if (!d)
+        return;
+    size_t blen = strlen(base);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, blen) != 0 || n[blen] != '.' || !n[blen + 1] ||
+            strspn(n + blen + 1, "0123456789") != strlen(n + blen + 1))
+            continue;
+        char child[PATH_MAX + 256];
+        snprintf(child, sizeof child, "%s%s%s", slash ? (dir[0] ? dir : "") : "", slash ? "/" : "",
+                 n);
+        tally_trace(ty, child);
+    }
+    closedir(d);
 }
 
 int run_command(int argc, char **argv, const char *argv0)
@@ -145,8 +208,10 @@ int run_command(int argc, char **argv, const char *argv0)
                 return run_usage("%s needs a file name", "--trace");
         } else if (strcmp(a, "--options") == 0 || strncmp(a, "--options=", 10) == 0) {
             const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v)
+            if (!v || strcmp(v, "--") == 0) {
+                free(options);
                 return run_usage("%s needs KEY=VALUE pairs", "--options");
+            }
             size_t old = options ? strlen(options) : 0;
             char *grown = realloc(options, old + strlen(v) + 2);
             if (!grown) {
@@ -192,10 +257,18 @@ int run_command(int argc, char **argv, const char *argv0)
     snprintf(all, cap, "%s%s%s%s%s", env_opts ? env_opts : "",
              env_opts && env_opts[0] && options ? ":" : "", options ? options : "",
              trace ? ":trace_path=" : "", trace ? trace : "");
+    /* Where the trace goes: --trace, else a trace_path among the options, else
+     * tlsan.PID.trace, named explicitly so the program's descendants write FILE.PID beside
+     * it, where the summary finds them. */
+    char path[PATH_MAX] = "";
+    char flag[16];
+    bool tracing = !(option_text(all, "trace", flag, sizeof flag) && strcmp(flag, "0") == 0);
+    if (!option_text(all, "trace_path", path, sizeof path))
+        path[0] = '\0';
     const char *old_preload = getenv("LD_PRELOAD");
     sprintf(preload, "%s%s%s", shim, old_preload && old_preload[0] ? " " : "",
             old_preload ? old_preload : "");
-    int exitcode = option_exitcode(all, 1);
+    int exitcode = option_exitcode(all);
     free(options);
 
     fflush(NULL);
@@ -207,7 +280,17 @@ int run_command(int argc, char **argv, const char *argv0)
         return RUN_USAGE;
     }
     if (pid == 0) {
-        setenv("TLSAN_OPTIONS", all, 1);
+        char *opts = all;
+        char own[PATH_MAX + 64];
+        if (!path[0]) {
+            size_t len = strlen(all) + sizeof own;
+            opts = malloc(len);
+            if (!opts)
+                _exit(127);
+            snprintf(own, sizeof own, "tlsan.%d.trace", (int)getpid());
+            snprintf(opts, len, "%s%strace_path=%s", all, all[0] ? ":" : "", own);
+        }
+        setenv("TLSAN_OPTIONS", opts, 1);
         setenv("LD_PRELOAD", preload, 1);
         execvp(argv[i], argv + i);
         fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(errno));
@@ -237,22 +320,29 @@ int run_command(int argc, char **argv, const char *argv0)
                 WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
     }
 
-    char path[PATH_MAX];
-    if (trace)
-        snprintf(path, sizeof path, "%s", trace);
-    else
+    if (!path[0])
         snprintf(path, sizeof path, "tlsan.%d.trace", (int)pid);
-    char kinds[1024];
-    bool truncated = false;
-    long n = access(path, F_OK) == 0 ? summarize_trace(path, kinds, sizeof kinds, &truncated) : -2;
-    if (n == -2)
+    tally ty = {0};
+    if (tracing && access(path, F_OK) == 0)
+        tally_trace(&ty, path);
+    if (tracing)
+        tally_descendants(&ty, path);
+    char kinds[1024] = "";
+    size_t len = 0;
+    for (size_t k = 0; k < ty.n_kinds && len < sizeof kinds; k++)
+        len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%ld %s", k ? ", " : "",
+                                ty.counts[k], ty.kinds[k]);
+    char where[PATH_MAX + 64];
+    snprintf(where, sizeof where, "trace %s%s%s", path,
+             ty.n_traces > 1 ? " and its descendants' FILE.PID" : "",
+             ty.n_truncated ? " (truncated: a process died or called exec)" : "");
+    if (!tracing || ty.n_traces == 0)
         fprintf(stderr, "tlsan: run: no trace at %s (tracing off?); exit status %d\n", path,
                 status);
-    else if (n > 0)
-        fprintf(stderr, "tlsan: run: %ld finding%s (%s); trace %s%s; exit status %d\n", n,
-                n == 1 ? "" : "s", kinds, path, truncated ? " (truncated)" : "", exitcode);
-    else if (n == 0)
-        fprintf(stderr, "tlsan: run: no findings; trace %s%s; exit status %d\n", path,
-                truncated ? " (truncated)" : "", status);
-    return n > 0 ? exitcode : status;
+    else if (ty.total > 0)
+        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s; exit status %d\n", ty.total,
+                ty.total == 1 ? "" : "s", kinds, where, exitcode);
+    else
+        fprintf(stderr, "tlsan: run: no findings; %s; exit status %d\n", where, status);
+    return ty.total > 0 ? exitcode : status;
 }

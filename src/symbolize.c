@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One libdwfl session per (path, bias) pair: a module may be loaded at another bias in
  * another trace, and a session holds each module at one address. */
@@ -65,6 +66,11 @@ static session *find_session(symbolizer *s, const char *path, uint64_t bias)
     if (!se->path)
         return NULL;
     s->n++;
+    /* Only a regular file is read: a module path in a trace may name anything (a FIFO
+     * would block, a device would never end). */
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return se;
     se->dwfl = dwfl_begin(&callbacks);
     if (se->dwfl) {
         dwfl_report_begin(se->dwfl);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TRACE_MAGIC      "TLSANTRC"
 #define TRACE_HEADER_MIN 32u
@@ -482,6 +483,12 @@ tlsan_status trace_read_file(const char *path, trace_data **out, tlsan_error *er
     if (!f) {
         error_failf(err, "", "cannot open: %s", strerror(errno));
         return TLSAN_ERR_IO;
+    }
+    /* A trace is a file: a device or a FIFO could feed bytes without end. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return error_fail(err, "not a regular file", "%s", "offset 0");
     }
     size_t cap = 1 << 16, n = 0;
     buf = malloc(cap);

@@ -149,6 +149,51 @@ static void test_outputs_end_at_release(void **state)
     assert_string_equal(kind, "live-overlap");
 }
 
+/* What an engine may pass but a plan cannot hold: a name that is not UTF-8 is written with
+ * \xNN escapes, an empty op name becomes "(unnamed)", a view past 2^63 is left out with a
+ * warning, and the rest still replays. */
+static void test_odd_annotations(void **state)
+{
+    (void)state;
+    tracegen g = {0};
+    tg_header(&g, 10);
+    tg_rec(&g, 1, "us", U(1), "a0");
+    tg_rec(&g, 1, "us", U(2), "bad\xff\xc3name");
+    tg_rec(&g, 1, "us", U(3), "");
+    tg_rec(&g, 1, "us", U(4), "v");
+    tg_rec(&g, 4, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
+    tg_rec(&g, 6, "uuuuuuu", U(2), U(1), U(0), U(64), U(0), U(0), U(1));
+    tg_rec(&g, 7, "uuuuu", U(4), U(2), U(UINT64_MAX), U(8), U(0));
+    tg_rec(&g, 9, "uuuuuuuuuu", U(1), U(3), U(0), U(1), U(4), U(1), U(2), U(0), U(0), U(1));
+    tg_rec(&g, 16, "u", U(0));
+    trace_data *t = NULL;
+    tlsan_error err = {0};
+    assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);
+    char *warn = NULL;
+    size_t len = 0;
+    FILE *w = open_memstream(&warn, &len);
+    tlsan_plan *plan = NULL;
+    assert_int_equal(replay_build(t, NULL, false, w, &plan, &err), TLSAN_OK);
+    fclose(w);
+    assert_string_equal(
+        warn, "tlsan: replay: view 'v' has an offset or size past 2^63, or no arena; "
+              "left out\n"
+              "tlsan: replay: op '(unnamed)' reads 'v', which was never bound; left out\n");
+    char *json = plan_json(plan);
+    assert_non_null(strstr(json, "\"name\":\"bad\\\\xff\\\\xc3name\""));
+    assert_non_null(
+        strstr(json, "{\"name\":\"(unnamed)\",\"writes\":[\"bad\\\\xff\\\\xc3name\"]}"));
+    /* the exported plan reads back */
+    tlsan_plan *again = NULL;
+    assert_int_equal(tlsan_plan_read_buffer(json, strlen(json), "j", &again, &err), TLSAN_OK);
+    tlsan_plan_free(again);
+    free(json);
+    free(warn);
+    tlsan_plan_free(plan);
+    trace_data_free(t);
+    tg_free(&g);
+}
+
 /* An op naming a tensor that was never bound: left out, with one warning line. */
 static void test_unbound_name_warned(void **state)
 {
@@ -184,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_rebuilds_the_run),
         cmocka_unit_test(test_unbound_name_warned),
         cmocka_unit_test(test_outputs_end_at_release),
+        cmocka_unit_test(test_odd_annotations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

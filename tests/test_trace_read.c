@@ -199,6 +199,9 @@ static void test_file_errors(void **state)
     assert_int_equal(trace_read_file("/nonexistent/trace", &t, &err), TLSAN_ERR_IO);
     assert_null(t);
     assert_string_equal(err.what, "cannot open: No such file or directory");
+    /* A device would feed bytes without end: refused before reading. */
+    assert_int_equal(trace_read_file("/dev/zero", &t, &err), TLSAN_ERR_INVALID);
+    assert_string_equal(err.what, "not a regular file");
 }
 
 int main(void)
