@@ -100,9 +100,11 @@ bench_program() {
         row "$label" "$t" "$base"
     done
     local t
-    t=$(time_run "AddressSanitizer build" "$native_out" "$repeat" ASAN_OPTIONS=detect_leaks=0 -- "$asan" "${@:2}")
-    row "AddressSanitizer build (-O2)" "$t" "$base"
-    if [[ $with_valgrind == 1 ]] && command -v valgrind >/dev/null; then
+    if [[ -n $asan ]]; then
+        t=$(time_run "AddressSanitizer build" "$native_out" "$repeat" ASAN_OPTIONS=detect_leaks=0 -- "$asan" "${@:2}")
+        row "AddressSanitizer build (-O2)" "$t" "$base"
+    fi
+    if [[ -n $asan && $with_valgrind == 1 ]] && command -v valgrind >/dev/null; then
         t=$(time_run "valgrind" "$native_out" 1 TLSAN_BENCH=1 -- valgrind -q --tool=memcheck "$@")
         row "Valgrind memcheck" "$t" "$base"
     fi
@@ -111,5 +113,24 @@ bench_program() {
 echo "## Shim overhead, $(date -u +%Y-%m-%d), $(nproc) cores, best of $repeat"
 bench_program malloc_heavy "$tmp/heavy-asan" "$heavy" "$heavy_n"
 bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
+
+# The llama.cpp decode (issue 4): the prebuilt libllama on a tiny generated model, when
+# .ci/fetch-ggml.sh fetched it. "checksum=off" is the static check of each graph only; the
+# default (shared) and "all" also compute node by node with checksums. No ASan build or
+# Valgrind run: libllama is prebuilt.
+llama=$build/examples/llama/llama_decode_tiny
+if [[ -x $llama ]]; then
+    "$build/examples/llama/tiny_gguf" "$tmp/tiny.gguf" >/dev/null
+    configs=(
+        "native||"
+        "shim, ggml static check only (checksum=off)|LD_PRELOAD=$shim|TLSAN_OPTIONS=checksum=off:trace_path=$tmp/t.trace"
+        "shim, defaults (checksum=shared: per-node checksums)|LD_PRELOAD=$shim|TLSAN_OPTIONS=trace_path=$tmp/t.trace"
+        "shim, checksum=all|LD_PRELOAD=$shim|TLSAN_OPTIONS=checksum=all:trace_path=$tmp/t.trace"
+    )
+    bench_program llama "" "$llama" "$tmp/tiny.gguf"
+else
+    echo
+    echo "(no $llama: run .ci/fetch-ggml.sh and re-run cmake to include the llama.cpp decode)"
+fi
 echo
 echo "Targets: interposition alone <= 1.3x native on malloc_heavy; checksum=all <= 2x native on the engine."

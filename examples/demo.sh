@@ -2,7 +2,9 @@
 # The main job: build tlsan, then check real memory plans written by Apache TVM's planner
 # (../shared/real/tvm, when present) and this project's example plans (examples/plans),
 # then run the annotated example engine under the runtime shim, correct and with a planted
-# planner bug, and replay the bug's trace; showing the reports. Exit 0 when every result is
+# planner bug, and replay the bug's trace; then a real ggml program (prebuilt ggml from
+# npm, fetched by .ci/setup.sh) under the shim, clean and with an injected fault; showing the
+# reports. Exit 0 when every result is
 # the expected one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +56,26 @@ if [ -x "$engine" ] && [ -f build/libtlsan.so ]; then
   echo "== tlsan replay: the recorded run rebuilt as a plan and checked, with stacks from the binary"
   "$tlsan" replay "$work/bug.trace"
   [ $? = 1 ] || { echo "demo: replay did not find the bug" >&2; bad=1; }
+fi
+ggml=build/examples/ggml/ggml_graphs
+if [ -x "$ggml" ] && [ -f build/libtlsan.so ]; then
+  work=build/demo-run
+  mkdir -p "$work"
+  echo
+  echo "== A real ggml program (prebuilt ggml 0.23.0 from npm): a transformer block allocated by"
+  echo "   ggml_gallocr, computed under the shim: the graph is checked as a plan, node by node"
+  echo "   with checksums, and the outputs match the native run"
+  native=$("$ggml" --graph block)
+  shimmed=$(cd "$work" && ../tlsan run --trace ggml-clean.trace -- ../examples/ggml/ggml_graphs --graph block)
+  [ $? = 0 ] || { echo "demo: the correct ggml run reported something" >&2; bad=1; }
+  if [ "$native" = "$shimmed" ]; then echo "outputs identical to the native run"; else echo "demo: outputs differ" >&2; bad=1; fi
+  echo
+  echo "== The same graph with an injected fault: node 12 ('kq') moved onto a live tensor"
+  (cd "$work" && ../tlsan run --trace ggml-bug.trace --options inject=move@12 -- ../examples/ggml/ggml_graphs --graph block >/dev/null)
+  [ $? = 1 ] || { echo "demo: the injected ggml fault was not reported" >&2; bad=1; }
+elif [ ! -d .deps/ggml ]; then
+  echo
+  echo "== .deps/ggml is absent (.ci/fetch-ggml.sh could not fetch it): skipping the ggml program"
 fi
 echo
 if [ "$bad" = 0 ]; then echo "demo: every result was the expected one"; else echo "demo: UNEXPECTED RESULTS above"; fi
