@@ -557,19 +557,23 @@ static int cmd_view(int argc, char **argv)
 
 /* ---- export ---- */
 
-static int cmd_export(int argc, char **argv)
+/* The arguments of a command that takes one input file and -o FILE (export, import tvm).
+ * Returns -1 when they are fine, else the exit status to return (usage printed). */
+static int parse_one_input(int argc, char **argv, const char *what, const char **file,
+                           const char **out_path)
 {
-    const char *trace = NULL, *out_path = NULL, *v;
+    const char *v;
+    *file = *out_path = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (a[0] != '-') {
-            if (trace)
-                return usage_error("export takes one trace file, not also '%s'", a);
-            trace = a;
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (*file)
+                return usage_error("this command takes one input file, not also '%s'", a);
+            *file = a;
         } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
             if (!v || !v[0])
                 return usage_error("%s needs a file name", a);
-            out_path = v;
+            *out_path = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return EXIT_CLEAN;
@@ -577,8 +581,17 @@ static int cmd_export(int argc, char **argv)
             return usage_error("unknown option '%s'", a);
         }
     }
-    if (!trace)
-        return usage_error("%s: no trace file given", "export");
+    if (!*file)
+        return usage_error("%s: no input file given", what);
+    return -1;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    const char *trace, *out_path;
+    int usage = parse_one_input(argc, argv, "export", &trace, &out_path);
+    if (usage >= 0)
+        return usage;
     trace_data *t = NULL;
     tlsan_plan *plan = NULL;
     tlsan_error err = {0};
@@ -612,26 +625,10 @@ static int cmd_import(int argc, char **argv)
         return usage_error("%s: which format? (tlsan import tvm GRAPH.json)", "import");
     if (strcmp(argv[0], "tvm") != 0)
         return usage_error("cannot import '%s': only 'tvm' is known", argv[0]);
-    const char *graph = NULL, *out_path = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || strcmp(a, "-") == 0) {
-            if (graph)
-                return usage_error("import tvm takes one graph file, not also '%s'", a);
-            graph = a;
-        } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
-            if (!v || !v[0])
-                return usage_error("%s needs a file name", a);
-            out_path = v;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
-            return EXIT_CLEAN;
-        } else {
-            return usage_error("unknown option '%s'", a);
-        }
-    }
-    if (!graph)
-        return usage_error("%s: no graph file given", "import tvm");
+    const char *graph, *out_path;
+    int usage = parse_one_input(argc - 1, argv + 1, "import tvm", &graph, &out_path);
+    if (usage >= 0)
+        return usage;
 
     tlsan_plan *plan = NULL;
     tlsan_error err = {0};
