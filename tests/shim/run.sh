@@ -8,6 +8,7 @@ bin=${1:?usage: run.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
 build=$(cd "$(dirname "$bin")" && pwd)
 bin=$build/$(basename "$bin")
 engine=$build/examples/engine/engine
+progs=$(cd "${4:-.}" && pwd)
 if [ ! -f "$build/libtlsan.so" ] || [ ! -x "$engine" ]; then
     echo "SKIP: needs libtlsan.so and the example engine in $build"
     exit 77
@@ -66,4 +67,15 @@ expect "--options without a value" 2 $? "--options needs KEY=VALUE pairs"
 expect "no command" 2 $? "no command given"
 "$bin" run --options trace=0 -- "$engine" >/dev/null 2>err
 expect "trace=0" 0 $? "no trace at"
+# A run that dies mid-run leaves a trace that still replays: the live-corruption was reported
+# while it ran, and replay finds the overlap in the prefix.
+crash=$progs/prog_crash
+for mode in segv exit; do
+    "$bin" run --trace "crash-$mode.trace" -- "$crash" "$mode" >/dev/null 2>err
+    expect "crash ($mode): caught while running" 1 $? "SUMMARY: tlsan: live-corruption a \(last written by op 'make_a', read by 'use_both', overlapped by 'b'\)"
+    "$bin" replay --format json "crash-$mode.trace" >replay.json 2>err
+    rc=$?
+    grep -q '"kind":"live-overlap"' replay.json && grep -q '"tensors":\["a","b"\]' replay.json
+    expect "crash ($mode): replay finds the overlap" "0 1" "$? $rc" "the trace has no end record"
+done
 exit "$failed"
