@@ -41,13 +41,19 @@ if [ -f "$dest/packages.txt" ] && [ "$(cat "$dest/packages.txt")" = "$(stamp_tex
 fi
 for tool in npm node tar; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "fetch-ggml: $tool is needed (Node.js 20 and npm)" >&2
+    echo "fetch-ggml: $tool is needed (Node.js 18 or later and npm)" >&2
     exit 1
   fi
 done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Trust what the system trusts, as apt and curl do (Node.js otherwise has its own list, which
+# misses a site's or proxy's own certificate authority); and give up on a dead network quickly.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
+npm_opts=(--ignore-scripts --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=5000)
 # The tarball's integrity in npm's notation: "sha512-" + base64 of the raw digest.
 integrity_of() {
   node -e 'const c = require("crypto"), fs = require("fs");
@@ -60,7 +66,12 @@ for ((i = 0; i < ${#pins[@]}; i += 2)); do
   want=${pins[i + 1]}
   echo "fetch-ggml: npm pack $spec"
   # --ignore-scripts: pack never runs the package's own scripts; only the tarball is fetched.
-  file=$(cd "$work/tgz" && npm pack --silent --ignore-scripts "$spec" | tail -n 1)
+  if ! file=$(cd "$work/tgz" && npm pack --loglevel=error "${npm_opts[@]}" "$spec" 2>"$work/npm.err" | tail -n 1) ||
+    [ -z "$file" ] || [ ! -f "$work/tgz/$file" ]; then
+    echo "fetch-ggml: npm pack $spec failed:" >&2
+    sed 's/^/  /' "$work/npm.err" | head -n 20 >&2
+    exit 1
+  fi
   got=$(integrity_of "$work/tgz/$file")
   if [ "$got" != "$want" ]; then
     echo "fetch-ggml: $spec: integrity $got, expected $want" >&2
