@@ -30,6 +30,8 @@
 #include "checksum.h"
 #include "depot.h"
 #include "heap.h"
+#include "lock.h"
+#include "modules.h"
 #include "out.h"
 #include "plan.h" /* the private plan model (src/plan.h): plan stacks and byte ranges */
 #include "report.h"
@@ -43,6 +45,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define USAGE_MAX      50 /* usage warnings printed before they are suppressed */
 #define OVERFLOW_CHECK 64 /* bytes past a written root checked for the sentinel */
@@ -90,7 +93,8 @@ struct arena {
     uint64_t size;
     uint64_t trace_id;
     bool dead;
-    struct ival *iv; /* sorted, disjoint; never covers a live root's bytes */
+    atomic_bool gone; /* its memory was freed before tlsan_arena_destroy (the heap hook) */
+    struct ival *iv;  /* sorted, disjoint; never covers a live root's bytes */
     size_t n_iv, cap_iv;
     struct tensor **live; /* live roots */
     size_t n_live, cap_live;
@@ -246,6 +250,23 @@ static struct {
 static atomic_uint n_usage;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The live arenas' byte ranges, sorted and disjoint, for the free hook: a heap block freed
+ * with an arena inside it takes the arena with it (engine_heap_block_freed). The hook cannot
+ * take the engine's mutex (the engine frees while holding it), so the ranges have their own
+ * lock, taken under the mutex or alone and never held across a call that may allocate; the
+ * array is mmap'd. */
+struct arena_range {
+    uintptr_t lo, hi;
+    struct arena *a;
+};
+static struct {
+    shim_lock lock;
+    struct arena_range *v;
+    size_t n, cap;
+} AR = {.lock = SHIM_LOCK_INIT};
+atomic_uint engine_g_arenas;
+static atomic_bool g_gone; /* some arena was freed under the engine: reap it at the next lock */
+
 /* ---- helpers ---- */
 
 static bool grow_from(void **v, size_t *cap, size_t need, size_t elem, const void *inl)
@@ -307,9 +328,13 @@ unsigned engine_usage_warnings(void)
     return atomic_load(&n_usage);
 }
 
+static void reap_gone(void);
+
 static void lock(void)
 {
     pthread_mutex_lock(&E.lock);
+    if (atomic_load_explicit(&g_gone, memory_order_acquire))
+        reap_gone();
 }
 
 static void unlock(void)
@@ -317,8 +342,23 @@ static void unlock(void)
     pthread_mutex_unlock(&E.lock);
 }
 
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&E.lock);
+    shim_lock_take(&AR.lock);
+}
+
+static void fork_parent(void)
+{
+    shim_lock_drop(&AR.lock);
+    pthread_mutex_unlock(&E.lock);
+}
+
 static void fork_child(void)
 {
+    /* Reset, not dropped: the shim's own child handler, registered (so run) before this
+     * one, has already set this thread's count of held locks (lock.h) to zero. */
+    shim_lock_reset(&AR.lock);
     pthread_mutex_init(&E.lock, NULL);
 }
 
@@ -326,7 +366,7 @@ static void init_once(void)
 {
     /* Registered after the shim's own handlers, so it runs first at fork: the engine lock is
      * taken before the allocator's (the order a thread in the engine takes them). */
-    pthread_atfork(lock, unlock, fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static bool active(void)
@@ -945,6 +985,115 @@ static void clobbered_output(struct work *w, struct tensor *t, int when)
 
 /* ---- arenas ---- */
 
+/* Adds a's range to the sorted table (mutex held). False when the table cannot grow: the
+ * arena is then not watched by the free hook. */
+static bool ranges_add(struct arena *a)
+{
+    shim_lock_take(&AR.lock);
+    if (AR.n == AR.cap) {
+        size_t cap = AR.cap ? AR.cap * 2 : 256;
+        void *m = mmap(NULL, cap * sizeof *AR.v, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            shim_lock_drop(&AR.lock);
+            return false;
+        }
+        if (AR.v) {
+            memcpy(m, AR.v, AR.n * sizeof *AR.v);
+            munmap(AR.v, AR.cap * sizeof *AR.v);
+        }
+        AR.v = m;
+        AR.cap = cap;
+    }
+    size_t i = AR.n;
+    while (i > 0 && AR.v[i - 1].lo > a->base) {
+        AR.v[i] = AR.v[i - 1];
+        i--;
+    }
+    AR.v[i] = (struct arena_range){a->base, a->base + a->size, a};
+    AR.n++;
+    atomic_store_explicit(&engine_g_arenas, (unsigned)AR.n, memory_order_relaxed);
+    shim_lock_drop(&AR.lock);
+    return true;
+}
+
+static void ranges_remove(struct arena *a)
+{
+    shim_lock_take(&AR.lock);
+    for (size_t i = 0; i < AR.n; i++) {
+        if (AR.v[i].a == a) {
+            memmove(&AR.v[i], &AR.v[i + 1], (AR.n - i - 1) * sizeof *AR.v);
+            AR.n--;
+            break;
+        }
+    }
+    atomic_store_explicit(&engine_g_arenas, (unsigned)AR.n, memory_order_relaxed);
+    shim_lock_drop(&AR.lock);
+}
+
+void engine_heap_block_freed_slow(const void *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (hi <= lo)
+        return;
+    struct arena *gone[8];
+    size_t n_gone = 0;
+    shim_lock_take(&AR.lock);
+    /* The first range ending after lo (the ranges are disjoint, so their ends are sorted
+     * too), then every range starting before hi. */
+    size_t l = 0, r = AR.n;
+    while (l < r) {
+        size_t m = l + (r - l) / 2;
+        if (AR.v[m].hi <= lo)
+            l = m + 1;
+        else
+            r = m;
+    }
+    while (l < AR.n && AR.v[l].lo < hi && n_gone < sizeof gone / sizeof gone[0]) {
+        gone[n_gone++] = AR.v[l].a;
+        atomic_store_explicit(&AR.v[l].a->gone, true, memory_order_release);
+        memmove(&AR.v[l], &AR.v[l + 1], (AR.n - l - 1) * sizeof *AR.v);
+        AR.n--;
+    }
+    atomic_store_explicit(&engine_g_arenas, (unsigned)AR.n, memory_order_relaxed);
+    shim_lock_drop(&AR.lock);
+    if (!n_gone)
+        return;
+    atomic_store_explicit(&g_gone, true, memory_order_release);
+    for (size_t i = 0; i < n_gone; i++)
+        usage("arena '%s' [%p, +%llu) freed before tlsan_arena_destroy; dropped (its tensors "
+              "are unbound and its memory no longer read)",
+              gone[i]->name ? gone[i]->name : "?", (void *)gone[i]->base, (ull)gone[i]->size);
+}
+
+/* Drops the arenas whose memory was freed (mutex held): their tensors are unbound without
+ * reading a byte, their lists go, and they stay on the list, dead, only so that their
+ * tlsan_arena_destroy is quietly accepted (the warning was given at the free). */
+static void reap_gone(void)
+{
+    atomic_store_explicit(&g_gone, false, memory_order_relaxed);
+    for (struct arena *a = E.arenas; a; a = a->next) {
+        if (a->dead || !atomic_load_explicit(&a->gone, memory_order_acquire))
+            continue;
+        for (size_t i = 0; i < a->n_live; i++) {
+            a->live[i]->bound = false;
+            a->live[i]->epoch++;
+        }
+        a->n_live = 0;
+        trace_arena_end(a->trace_id, 0);
+        a->dead = true;
+        for (size_t i = 0; i < a->n_iv; i++)
+            prov_unref(a->iv[i].prov);
+        free(a->iv);
+        free(a->live);
+        free(a->pl);
+        a->iv = NULL;
+        a->live = NULL;
+        a->pl = NULL;
+        a->n_iv = a->cap_iv = a->cap_live = a->n_pl = a->cap_pl = 0;
+    }
+}
+
 void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes)
 {
     if (!active())
@@ -956,6 +1105,20 @@ void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes
         return;
     }
     uintptr_t b = (uintptr_t)base;
+    if (size_bytes > UINTPTR_MAX - b) {
+        usage("tlsan_arena_create('%s'): [%p, +%zu) runs past the end of the address space; "
+              "ignored",
+              name ? name : "?", base, size_bytes);
+        return;
+    }
+    /* The arena is filled now (fill=1) and read later (checksums, sentinels): memory that is
+     * not there, or not writable, would crash the program in the shim. */
+    bool fill = shim_opts()->fill;
+    if (!modules_range_usable(b, b + size_bytes, fill)) {
+        usage("tlsan_arena_create('%s'): [%p, +%zu) is not mapped %s memory; ignored",
+              name ? name : "?", base, size_bytes, fill ? "readable and writable" : "readable");
+        return;
+    }
     lock();
     for (struct arena *a = E.arenas; a; a = a->next) {
         if (!a->dead && overlaps(a->base, a->base + a->size, b, b + size_bytes)) {
@@ -976,7 +1139,7 @@ void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes
     a->trace_id = trace_arena(a->name, b, size_bytes, stack);
     a->next = E.arenas;
     E.arenas = a;
-    bool fill = shim_opts()->fill;
+    ranges_add(a);
     unlock();
     /* No tensor is bound in it before this returns: fill, then publish the sentinel. */
     if (fill) {
@@ -997,10 +1160,19 @@ void tlsan_rt_arena_destroy(const void *base)
     lock();
     struct arena *a = arena_find((uintptr_t)base);
     if (!a) {
+        /* An arena dropped when its memory was freed: warned then; now it goes. */
+        for (struct arena **pp = &E.arenas; *pp; pp = &(*pp)->next) {
+            if ((*pp)->dead && (*pp)->base == (uintptr_t)base) {
+                *pp = (*pp)->next;
+                unlock();
+                return;
+            }
+        }
         unlock();
         usage("tlsan_arena_destroy(%p): no arena has this base", base);
         return;
     }
+    ranges_remove(a);
     for (size_t i = 0; i < a->n_live; i++) {
         struct tensor *t = a->live[i];
         if (hash_wanted(t) && t->has_hash && t->writers == 0 && t->clob == CLOB_NONE)

@@ -12,6 +12,7 @@
 #ifndef TLSAN_SHIM_ENGINE_H
 #define TLSAN_SHIM_ENGINE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,18 @@ TLSAN_RT_API void tlsan_rt_op_end(uint64_t op_token);
 TLSAN_RT_API void tlsan_rt_event_record(int event, int stream);
 TLSAN_RT_API void tlsan_rt_event_wait(int stream, int event);
 TLSAN_RT_API void tlsan_rt_host_sync(void);
+
+/* The heap hook's part (interpose.c): a block of n bytes at p is being freed. An arena
+ * inside it is dropped, with one usage warning, without its memory being read again (so
+ * freeing an arena's memory before tlsan_arena_destroy cannot crash the shim). Only a load
+ * when no arena exists. */
+extern atomic_uint engine_g_arenas;
+void engine_heap_block_freed_slow(const void *p, size_t n);
+static inline void engine_heap_block_freed(const void *p, size_t n)
+{
+    if (atomic_load_explicit(&engine_g_arenas, memory_order_relaxed))
+        engine_heap_block_freed_slow(p, n);
+}
 
 /* Usage warnings printed so far (tests). */
 unsigned engine_usage_warnings(void);

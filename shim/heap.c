@@ -60,6 +60,10 @@ struct slot {
 /* A block's flags: HEAP_LITE (heap.h) and these. */
 #define F_FREED  (1u << 1) /* in the quarantine */
 #define F_FILLED (1u << 2) /* in the quarantine and filled with the sentinel */
+/* Being freed: heap_free_claim marked it, heap_free_finish has not run yet. A free of the
+ * block meanwhile (ld.so re-entering its own free through the stack capture's TLS access)
+ * must not free it a second time. */
+#define F_CLAIMED (1u << 3)
 
 /* The cold half of a slot: the same index in the shard's stack array. */
 struct stacks {
@@ -314,8 +318,11 @@ size_t heap_redzone(void)
 
 static void real_free(void *p)
 {
-    if (g_real_free)
+    if (g_real_free) {
+        shim_real_enter();
         g_real_free(p);
+        shim_real_leave();
+    }
 }
 
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
@@ -327,9 +334,17 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
     struct shard *s = shard_of(a, &h);
     shim_lock_take(&s->lock);
     if ((s->count + 1) * 2 > s->mask + 1 && !grow(s)) {
+        /* Out of address space (ulimit -v): the quarantine may be what fills it, and
+         * passing through with it still full would leave a correct program short of the
+         * memory it held back. Empty it and try once more. */
         shim_lock_drop(&s->lock);
-        shim_fail("heap side table: cannot map more memory");
-        return false;
+        bool drained = heap_quarantine_drain();
+        shim_lock_take(&s->lock);
+        if (!drained || ((s->count + 1) * 2 > s->mask + 1 && !grow(s))) {
+            shim_lock_drop(&s->lock);
+            shim_fail("heap side table: cannot map more memory");
+            return false;
+        }
     }
     /* One probe: the address's slot if the table still holds it (a block freed behind the
      * shim's back: the new block replaces it), else the first empty slot. */
@@ -356,7 +371,7 @@ int heap_lookup(const void *p, size_t *size)
     int r = 0;
     if (i >= 0) {
         uint64_t m = s->e[i].meta;
-        r = (m >> META_FLAGS_SHIFT) & F_FREED ? 2 : 1;
+        r = (m >> META_FLAGS_SHIFT) & F_FREED ? 2 : 1; /* a claimed block is still live */
         if (size)
             *size = (size_t)(m & META_SIZE);
     }
@@ -552,42 +567,98 @@ bool heap_quarantine_drain(void)
     }
 }
 
-void heap_free(void *p, uint32_t free_stack, int lite)
+/* The lite (re-entered) free: no report can be made here. Forgets a live block and frees it;
+ * leaves anything else alone: a pointer not tracked is not passed to the real free, and a
+ * block being freed (claimed) by an outer free on this thread is that same free re-entered
+ * (ld.so's _dl_update_slotinfo frees a slot, the outer free's stack capture reaches
+ * __tls_get_addr, which runs _dl_update_slotinfo again and frees the same slot): the outer
+ * free finishes it. */
+static void free_lite(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     uint64_t h;
     struct shard *s = shard_of(a, &h);
     shim_lock_take(&s->lock);
     long i = find_slot(s, a, h);
-    if (lite) {
-        /* Re-entered: no report can be made here. Forget a live block and free it; leave
-         * anything else alone (a pointer not tracked is not passed to the real free). */
-        bool live = i >= 0 && !((s->e[i].meta >> META_FLAGS_SHIFT) & F_FREED);
-        if (live) {
-            remove_slot(s, (size_t)i);
-            s->frees++;
-        }
-        shim_lock_drop(&s->lock);
-        if (live)
-            real_free(p);
-        return;
+    bool live = i >= 0 && !((s->e[i].meta >> META_FLAGS_SHIFT) & (F_FREED | F_CLAIMED));
+    if (live) {
+        remove_slot(s, (size_t)i);
+        s->frees++;
     }
+    shim_lock_drop(&s->lock);
+    if (live)
+        real_free(p);
+}
+
+void heap_free_claim(void *p, struct heap_claim *c)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    memset(c, 0, sizeof *c);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
     if (i < 0) {
-        shim_lock_drop(&s->lock);
+        c->state = HEAP_CLAIM_UNKNOWN;
+    } else {
+        struct block e = block_at(s, (size_t)i);
+        c->size = e.size;
+        c->alloc_stack = e.alloc_stack;
+        c->free_stack = e.free_stack;
+        if (e.flags & F_FREED) {
+            c->state = HEAP_CLAIM_FREED;
+        } else if (e.flags & F_CLAIMED) {
+            c->state = HEAP_CLAIM_BUSY;
+        } else {
+            c->state = HEAP_CLAIM_LIVE;
+            s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
+        }
+    }
+    shim_lock_drop(&s->lock);
+}
+
+void heap_free_unclaim(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (i >= 0)
+        s->e[i].meta &= ~((uint64_t)F_CLAIMED << META_FLAGS_SHIFT);
+    shim_lock_drop(&s->lock);
+}
+
+void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (c->state == HEAP_CLAIM_UNKNOWN) {
         report_invalid_free(p, free_stack);
         return;
     }
-    struct block e = block_at(s, (size_t)i);
-    if (e.flags & F_FREED) {
-        shim_lock_drop(&s->lock);
+    if (c->state != HEAP_CLAIM_LIVE) {
+        /* Freed before, or being freed by another thread right now (a race that is a double
+         * free all the same; its first free has no stack yet). */
+        struct block e = {a, c->size, F_FREED, c->alloc_stack, c->free_stack};
         report_double_free(&e, free_stack);
         return;
     }
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    /* Still there: a claimed block is removed by nobody else. */
+    long i = find_slot(s, a, h);
+    if (i < 0) {
+        shim_lock_drop(&s->lock);
+        return;
+    }
+    struct block e = block_at(s, (size_t)i);
     size_t rz = (e.flags & HEAP_LITE) ? 0 : g_rz;
     uint64_t bytes = e.size + rz;
     bool keep = g_budget && bytes <= g_budget;
     if (keep) {
-        s->e[i].meta |= (uint64_t)(F_FREED | (g_fill ? F_FILLED : 0)) << META_FLAGS_SHIFT;
+        uint64_t flags = (e.flags & ~F_CLAIMED) | F_FREED | (g_fill ? F_FILLED : 0);
+        s->e[i].meta = (s->e[i].meta & META_SIZE) | flags << META_FLAGS_SHIFT;
         if ((free_stack || s->st) && stacks_of(s))
             s->st[i].free = free_stack;
     } else {
@@ -611,6 +682,110 @@ void heap_free(void *p, uint32_t free_stack, int lite)
     if (g_fill)
         sentinel_fill(p, e.size);
     quarantine(a, bytes);
+}
+
+void heap_free(void *p, uint32_t free_stack, int lite)
+{
+    if (lite) {
+        free_lite(p);
+        return;
+    }
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    heap_free_finish(p, &c, free_stack);
+}
+
+/* ---- work deferred by hooks entered inside a locked section (signal handlers) ---- */
+
+#define DEFER_MAX  32
+#define DEFER_FREE (UINT64_C(1) << 63) /* in size_kind: a free, not a block to track */
+
+/* One entry: the address is written last and taken with an atomic exchange, so a handler
+ * interrupting the thread (the only other party: the list is per thread) sees an entry
+ * whole or not at all. */
+struct deferred {
+    uintptr_t addr; /* 0: empty or taken */
+    uint64_t size_kind;
+};
+
+static __thread struct deferred t_def[DEFER_MAX] __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_def_n __attribute__((tls_model("initial-exec")));
+static __thread int t_def_running __attribute__((tls_model("initial-exec")));
+__thread int shim_t_deferred __attribute__((tls_model("initial-exec")));
+
+static bool defer(uintptr_t a, uint64_t size_kind)
+{
+    unsigned k = __atomic_fetch_add(&t_def_n, 1, __ATOMIC_RELAXED);
+    if (k >= DEFER_MAX) {
+        __atomic_fetch_sub(&t_def_n, 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    t_def[k].size_kind = size_kind;
+    __atomic_store_n(&t_def[k].addr, a, __ATOMIC_RELEASE);
+    shim_t_deferred = 1;
+    return true;
+}
+
+bool heap_deferred_track(void *p, size_t size)
+{
+    return p && defer((uintptr_t)p, size & ~DEFER_FREE);
+}
+
+size_t heap_deferred_size(const void *p)
+{
+    unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < n && k < DEFER_MAX; k++)
+        if (__atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE) == (uintptr_t)p &&
+            !(t_def[k].size_kind & DEFER_FREE))
+            return (size_t)t_def[k].size_kind;
+    return 0;
+}
+
+bool heap_deferred_free(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    /* A block allocated in the same section (malloc and free in one handler, the common
+     * case) was never in the table: it goes back at once, unless this thread is inside the
+     * real allocator, which must not be entered again. */
+    unsigned n = shim_t_in_real ? 0 : __atomic_load_n(&t_def_n, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < n && k < DEFER_MAX; k++) {
+        if (__atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE) != a ||
+            (t_def[k].size_kind & DEFER_FREE))
+            continue;
+        if (__atomic_exchange_n(&t_def[k].addr, 0, __ATOMIC_ACQ_REL) == a) {
+            real_free(p);
+            return true;
+        }
+    }
+    defer(a, DEFER_FREE); /* when the list is full the free is dropped: a leak */
+    return false;
+}
+
+void heap_deferred_run(void)
+{
+    if (t_def_running)
+        return;
+    t_def_running = 1;
+    unsigned done = 0;
+    for (;;) {
+        shim_t_deferred = 0; /* before the reset below: an entry added after it sets it again */
+        unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_ACQUIRE);
+        if (n > DEFER_MAX)
+            n = DEFER_MAX;
+        for (; done < n; done++) {
+            uintptr_t a = __atomic_exchange_n(&t_def[done].addr, 0, __ATOMIC_ACQ_REL);
+            uint64_t sk = t_def[done].size_kind;
+            if (!a)
+                continue;
+            if (sk & DEFER_FREE)
+                free_lite((void *)a);
+            else
+                heap_track((void *)a, (size_t)sk, 0, HEAP_LITE);
+        }
+        if (__atomic_compare_exchange_n(&t_def_n, &n, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            break;
+    }
+    t_def_running = 0;
 }
 
 unsigned heap_verify_quarantine(int symbolize)

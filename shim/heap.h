@@ -47,14 +47,53 @@ void heap_set_real_free(void (*real_free)(void *));
 size_t heap_redzone(void);
 
 /* Tracks a block the real allocator just returned: `size` requested bytes at p, followed by
- * heap_redzone() more unless flags has HEAP_LITE. Fills the redzone. Returns false (after
- * shim_fail) when the table cannot grow. */
+ * heap_redzone() more unless flags has HEAP_LITE. Fills the redzone. When the table cannot
+ * grow, the quarantine is emptied and the growth tried again; returns false (after
+ * shim_fail) when it still cannot. */
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags);
 
 /* The free hook's body, for a pointer that is not NULL. Full mode: checks (double-free,
- * invalid-free, redzone), fills, quarantines, evicts. Lite (re-entered): forgets the block and
- * frees it at once; ignores pointers it does not track. */
+ * invalid-free, redzone), fills, quarantines, evicts (heap_free_claim + heap_free_finish).
+ * Lite (re-entered): forgets the block and frees it at once; ignores pointers it does not
+ * track and blocks being freed (claimed). */
 void heap_free(void *p, uint32_t free_stack, int lite);
+
+/* The full free in two steps, so that nothing between them can free the block a second
+ * time: heap_free_claim marks a live block as being freed (a free of it meanwhile, ld.so's
+ * own free re-entered through the stack capture, is then a no-op) and copies what the table
+ * knows of it; the hook captures the free stack; heap_free_finish checks, fills and
+ * quarantines it, or reports the invalid or double free the claim found. heap_free_unclaim
+ * puts a claimed block back (a realloc whose new block could not be allocated). */
+enum heap_claim_state {
+    HEAP_CLAIM_UNKNOWN, /* not a block of the table: invalid free */
+    HEAP_CLAIM_LIVE,    /* claimed: finish or unclaim it */
+    HEAP_CLAIM_FREED,   /* in the quarantine: double free */
+    HEAP_CLAIM_BUSY,    /* being freed by another free right now: double free */
+};
+struct heap_claim {
+    enum heap_claim_state state;
+    size_t size;
+    uint32_t alloc_stack, free_stack;
+};
+void heap_free_claim(void *p, struct heap_claim *c);
+void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack);
+void heap_free_unclaim(void *p);
+
+/* Hooks entered inside one of this thread's locked sections (a signal handler; lock.h) touch
+ * no shim lock: they use the real allocator and leave the table's part for later, in a small
+ * per-thread list that the section's end (heap_deferred_run, lock.h) works off.
+ * heap_deferred_track: a block the real allocator just returned, to be tracked (lite) then;
+ * false when the list is full (the block then stays untracked: freed later from outside, it
+ * is reported as an invalid free and not freed; a leak, never a corruption).
+ * heap_deferred_free: frees at once a block still waiting in the list to be tracked (not
+ * when the thread is inside the real allocator: then it waits too);
+ * otherwise the free waits in the list and is then done as a lite free (a tracked live block
+ * is freed; a pointer the table does not know, or a block already freed, is left alone).
+ * When the list is full such a free is dropped (a leak). Returns true when freed at once.
+ * heap_deferred_size: the size of a block waiting to be tracked, or 0. */
+bool heap_deferred_track(void *p, size_t size);
+bool heap_deferred_free(void *p);
+size_t heap_deferred_size(const void *p);
 
 /* Evicts every block in the quarantine (verifying each): the hooks call it when the real
  * allocator fails, so the memory held back is not what makes a correct program run out.

@@ -1,23 +1,32 @@
 /* interpose.c - the allocator functions the program calls (LD_PRELOAD), and the real ones.
  *
- * Every hook takes one of three paths:
+ * Every hook takes one of four paths:
  *   pass  the shim is off (ASan, Valgrind, internal failure) or not tracking yet: the real
  *         function, nothing else;
+ *   defer entered while this thread holds a shim lock or is inside the real allocator,
+ *         which only a signal handler can do (lock.h): the real function, and the table's
+ *         part left to the end of the locked section (heap_deferred_*), since taking any
+ *         shim lock here could deadlock on the thread's own lock or corrupt the table; when
+ *         the thread is inside the real allocator, not even that (its state is half
+ *         updated): the block comes from the bootstrap buffer, and a free waits;
  *   lite  re-entered (libunwind, stdio, dlsym... allocating inside the shim) or during
  *         initialisation: the block is still tracked, so freeing it later from outside is
  *         not an invalid free, but it gets no redzone, no stack and no fill;
  *   full  tracked with its allocation stack and redzone; frees are checked and quarantined.
  * The real functions come from dlsym(RTLD_NEXT); dlsym itself may allocate before they are
  * known, which is served from a static bootstrap buffer (never freed; its blocks carry a
- * size word so realloc and malloc_usable_size work on them).
+ * size word so realloc and malloc_usable_size work on them). The buffer also serves a
+ * signal handler that interrupted the real allocator (the defer path below).
  *
- * libc's contracts are kept: ENOMEM on failure, the overflow checks of calloc and
- * reallocarray, posix_memalign's EINVAL for a bad alignment (errno untouched), realloc(p, 0)
- * frees and returns NULL as glibc does, realloc(NULL, n) is malloc(n), malloc(0) returns a
- * unique pointer, and the alignment rules of memalign and aligned_alloc are the real
+ * libc's contracts are kept: errno untouched on success, ENOMEM on failure, the overflow checks of
+ * calloc and reallocarray, posix_memalign's EINVAL for a bad alignment (errno untouched),
+ * realloc(p, 0) frees and returns NULL as glibc does, realloc(NULL, n) is malloc(n), malloc(0)
+ * returns a unique pointer, and the alignment rules of memalign and aligned_alloc are the real
  * functions' own (the shim calls them with the redzone added to the size). */
 #include "depot.h"
+#include "engine.h"
 #include "heap.h"
+#include "lock.h"
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -131,9 +140,27 @@ void shim_interpose_resolve(void)
     heap_set_real_free(r_free);
 }
 
+/* The real functions as the non-pass paths call them: marked as inside the real allocator
+ * (lock.h), so that a signal handler interrupting them does not enter it again. */
+static void *real_malloc(size_t n)
+{
+    shim_real_enter();
+    void *p = r_malloc(n);
+    shim_real_leave();
+    return p;
+}
+
+static void *real_calloc(size_t count, size_t size)
+{
+    shim_real_enter();
+    void *p = r_calloc(count, size);
+    shim_real_leave();
+    return p;
+}
+
 /* ---- the path a hook takes ---- */
 
-enum path { P_PASS, P_LITE, P_FULL };
+enum path { P_PASS, P_DEFER, P_LITE, P_FULL };
 
 /* P_FULL holds the re-entry guard: the hook calls shim_leave() before returning. */
 static inline enum path path(void)
@@ -144,11 +171,17 @@ static inline enum path path(void)
             shim_init();
             st = shim_state();
         }
-        if (st == SHIM_INITING)
-            return shim_tracking() ? P_LITE : P_PASS;
-        if (st != SHIM_ACTIVE)
+        if (st == SHIM_INITING && !shim_tracking())
             return P_PASS;
+        if (st != SHIM_ACTIVE && st != SHIM_INITING)
+            return P_PASS;
+        if (UNLIKELY(shim_t_locks))
+            return P_DEFER;
+        if (st == SHIM_INITING)
+            return P_LITE;
     }
+    if (UNLIKELY(shim_t_locks))
+        return P_DEFER;
     return shim_enter() ? P_FULL : P_LITE;
 }
 
@@ -186,6 +219,24 @@ static inline void *tracked(void *p, size_t n, uint32_t stack, unsigned flags)
     return p;
 }
 
+/* The defer path's allocation: the real block, tracked when the locked section ends. */
+static inline void *deferred(void *p, size_t n)
+{
+    if (p)
+        heap_deferred_track(p, n);
+    return p;
+}
+
+/* The full path's end: errno as the caller left it unless the call failed (the stack
+ * capture and a failed first try may set it). */
+static inline void *done(void *p, int saved)
+{
+    if (p)
+        errno = saved;
+    shim_leave();
+    return p;
+}
+
 /* ---- the hooks ---- */
 
 EXPORT void *malloc(size_t n)
@@ -198,21 +249,23 @@ EXPORT void *malloc(size_t n)
     switch (path()) {
     case P_PASS:
         return r_malloc(n);
+    case P_DEFER:
+        return shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
     case P_LITE:
-        return tracked(r_malloc(n), n, 0, HEAP_LITE);
+        return tracked(real_malloc(n), n, 0, HEAP_LITE);
     case P_FULL:
         break;
     }
+    int saved = errno;
     uint32_t stack = STACK(1);
     size_t total;
     void *p = NULL;
     if (with_redzone(n, &total)) {
-        p = r_malloc(total);
-        RETRY_AFTER_DRAIN(p, r_malloc(total), total);
+        p = real_malloc(total);
+        RETRY_AFTER_DRAIN(p, real_malloc(total), total);
         tracked(p, n, stack, 0);
     }
-    shim_leave();
-    return p;
+    return done(p, saved);
 }
 
 EXPORT void free(void *p)
@@ -224,6 +277,9 @@ EXPORT void free(void *p)
     case P_PASS:
         r_free(p);
         return;
+    case P_DEFER:
+        heap_deferred_free(p);
+        return;
     case P_LITE:
         heap_free(p, 0, 1);
         return;
@@ -231,8 +287,14 @@ EXPORT void free(void *p)
         break;
     }
     int saved = errno; /* free leaves errno alone (glibc, POSIX 2024) */
+    /* The block is claimed before the stack is captured: the capture may re-enter a free
+     * of the same block (ld.so), which must then leave it to this one. */
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    if (c.state == HEAP_CLAIM_LIVE)
+        engine_heap_block_freed(p, c.size);
     uint32_t stack = STACK(1);
-    heap_free(p, stack, 0);
+    heap_free_finish(p, &c, stack);
     shim_leave();
     errno = saved;
 }
@@ -257,50 +319,56 @@ EXPORT void *calloc(size_t count, size_t size)
     switch (path()) {
     case P_PASS:
         return r_calloc(count, size);
+    case P_DEFER:
+        return shim_t_in_real ? boot_alloc(n, 16) : deferred(real_calloc(1, n), n);
     case P_LITE:
-        return tracked(r_calloc(1, n), n, 0, HEAP_LITE);
+        return tracked(real_calloc(1, n), n, 0, HEAP_LITE);
     case P_FULL:
         break;
     }
+    int saved = errno;
     uint32_t stack = STACK(1);
     size_t total;
     void *p = NULL;
     if (with_redzone(n, &total)) {
-        p = r_calloc(1, total);
-        RETRY_AFTER_DRAIN(p, r_calloc(1, total), total);
+        p = real_calloc(1, total);
+        RETRY_AFTER_DRAIN(p, real_calloc(1, total), total);
         tracked(p, n, stack, 0);
     }
-    shim_leave();
-    return p;
+    return done(p, saved);
 }
 
-/* realloc for a tracked heap: a new block, a copy, and the old block freed (into the
- * quarantine), so a stale pointer to the old block is caught like any freed one. */
-static void *realloc_tracked(void *p, size_t n, uint32_t stack, int lite)
+/* realloc for a tracked heap, re-entered (lite): a new block, a copy, and the old block
+ * freed at once. */
+static void *realloc_lite(void *p, size_t n)
 {
     size_t old;
     if (heap_lookup(p, &old) != 1) {
-        /* Freed already or never allocated: reported as free would report it. */
-        heap_free(p, stack, lite);
+        heap_free(p, 0, 1);
         errno = ENOMEM;
         return NULL;
     }
-    void *q;
-    if (lite) {
-        q = tracked(r_malloc(n), n, 0, HEAP_LITE);
-    } else {
-        size_t total;
-        q = NULL;
-        if (with_redzone(n, &total)) {
-            q = r_malloc(total);
-            RETRY_AFTER_DRAIN(q, r_malloc(total), total);
-            tracked(q, n, stack, 0);
-        }
-    }
+    void *q = tracked(real_malloc(n), n, 0, HEAP_LITE);
     if (!q)
         return NULL; /* the old block stays as it was */
     memcpy(q, p, old < n ? old : n);
-    heap_free(p, stack, lite);
+    heap_free(p, 0, 1);
+    return q;
+}
+
+/* realloc inside a locked section (defer path): the table cannot be read, so the bytes to
+ * copy are the real allocator's usable size of the old block (at least its requested size;
+ * the redzone after it, when it has one, is copied too, harmlessly). */
+static void *realloc_deferred(void *p, size_t n)
+{
+    size_t old = heap_deferred_size(p);
+    if (!old && r_usable_size)
+        old = r_usable_size(p);
+    void *q = shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < n ? old : n);
+    heap_deferred_free(p);
     return q;
 }
 
@@ -331,15 +399,42 @@ EXPORT void *realloc(void *p, size_t n)
     switch (path()) {
     case P_PASS:
         return r_realloc(p, n);
+    case P_DEFER:
+        return realloc_deferred(p, n);
     case P_LITE:
-        return realloc_tracked(p, n, 0, 1);
+        return realloc_lite(p, n);
     case P_FULL:
         break;
     }
+    /* A new block, a copy, and the old block freed (into the quarantine), so a stale
+     * pointer to the old block is caught like any freed one. The old block is claimed
+     * before the stack is captured, as in free. */
+    int saved = errno;
+    struct heap_claim c;
+    heap_free_claim(p, &c);
     uint32_t stack = STACK(1);
-    void *q = realloc_tracked(p, n, stack, 0);
-    shim_leave();
-    return q;
+    if (c.state != HEAP_CLAIM_LIVE) {
+        /* Freed already or never allocated: reported as free would report it. */
+        heap_free_finish(p, &c, stack);
+        errno = ENOMEM;
+        shim_leave();
+        return NULL;
+    }
+    size_t total;
+    void *q = NULL;
+    if (with_redzone(n, &total)) {
+        q = real_malloc(total);
+        RETRY_AFTER_DRAIN(q, real_malloc(total), total);
+        tracked(q, n, stack, 0);
+    }
+    if (!q) {
+        heap_free_unclaim(p); /* the old block stays as it was */
+    } else {
+        memcpy(q, p, c.size < n ? c.size : n);
+        engine_heap_block_freed(p, c.size);
+        heap_free_finish(p, &c, stack);
+    }
+    return done(q, saved);
 }
 
 EXPORT void *reallocarray(void *p, size_t count, size_t size)
@@ -358,27 +453,38 @@ enum align_fn { A_MEMALIGN, A_ALIGNED_ALLOC, A_VALLOC, A_PVALLOC };
 
 static void *call_aligned(enum align_fn fn, size_t align, size_t n)
 {
+    void *p = NULL;
+    shim_real_enter();
     switch (fn) {
     case A_MEMALIGN:
-        return r_memalign(align, n);
+        p = r_memalign(align, n);
+        break;
     case A_ALIGNED_ALLOC:
-        return r_aligned_alloc(align, n);
+        p = r_aligned_alloc(align, n);
+        break;
     case A_VALLOC:
     case A_PVALLOC:
-        return r_memalign(align, n); /* align is the page size; n already rounded */
+        p = r_memalign(align, n); /* align is the page size; n already rounded */
+        break;
     }
-    return NULL;
+    shim_real_leave();
+    return p;
+}
+
+/* boot_alloc with the alignment rounded up to a power of two. */
+static void *boot_aligned(size_t align, size_t n)
+{
+    while (align & (align - 1))
+        align &= align - 1, align <<= 1;
+    return boot_alloc(n, align);
 }
 
 __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t align, size_t n,
                                                     uint32_t (*capture)(void))
 {
     if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
-        if (t_resolving) {
-            while (align & (align - 1))
-                align &= align - 1, align <<= 1;
-            return boot_alloc(n, align);
-        }
+        if (t_resolving)
+            return boot_aligned(align, n);
         resolve();
     }
     switch (path()) {
@@ -386,22 +492,32 @@ __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t ali
         return fn == A_VALLOC && r_valloc     ? r_valloc(n)
                : fn == A_PVALLOC && r_pvalloc ? r_pvalloc(n)
                                               : call_aligned(fn, align, n);
+    case P_DEFER:
+        return shim_t_in_real ? boot_aligned(align, n) : deferred(call_aligned(fn, align, n), n);
     case P_LITE:
         return tracked(call_aligned(fn, align, n), n, 0, HEAP_LITE);
     case P_FULL:
         break;
     }
+    int saved = errno;
+    /* glibc checks the alignment before the size: an alignment above half the address space
+     * is EINVAL even when the size (here with the redzone added) would overflow. */
+    if ((fn == A_MEMALIGN || fn == A_ALIGNED_ALLOC) && align > SIZE_MAX / 2 + 1) {
+        shim_leave();
+        errno = EINVAL;
+        return NULL;
+    }
     uint32_t stack = capture();
     size_t total;
     void *p = NULL;
     if (with_redzone(n, &total)) {
+        errno = 0;
         p = call_aligned(fn, align, total);
-        if (errno != EINVAL) /* a bad alignment stays one */
+        if (!p && errno != EINVAL) /* a bad alignment stays one */
             RETRY_AFTER_DRAIN(p, call_aligned(fn, align, total), total);
         tracked(p, n, stack, 0);
     }
-    shim_leave();
-    return p;
+    return done(p, saved);
 }
 
 /* Frame 0 of the stack is the program's call: skip this function, aligned_hook and the
@@ -476,6 +592,11 @@ EXPORT size_t malloc_usable_size(void *p)
     }
     if (st == SHIM_OFF || (st == SHIM_INITING && !shim_tracking()))
         return r_usable_size ? r_usable_size(p) : 0;
+    if (UNLIKELY(shim_t_locks)) {
+        /* Inside a locked section (a signal handler): the table cannot be read. */
+        size_t n = heap_deferred_size(p);
+        return n ? n : r_usable_size ? r_usable_size(p) : 0;
+    }
     /* The requested size: the redzone is not the program's to use. */
     size_t size;
     return heap_lookup(p, &size) == 1 ? size : 0;

@@ -19,6 +19,55 @@ typedef struct {
     atomic_int held;
 } shim_lock;
 
+/* How many shim locks this thread holds (shim.c). A hook that finds it non-zero was entered
+ * on a thread that is inside a locked section: a signal handler that interrupted it (the
+ * only way in, since no lock is held across a call that may allocate). Such a hook must not
+ * take any shim lock: it could wait forever for its own thread, or, while the process is
+ * single-threaded and the lock is taken with a plain store, enter the section a second time
+ * and corrupt the table. It defers its work instead (heap_deferred_*), and the section's
+ * last drop hands the deferred work over (heap_deferred_run). The count is raised before a
+ * lock is taken and lowered after it is dropped, so it is never zero while one is held. */
+extern __thread int shim_t_locks __attribute__((tls_model("initial-exec")));
+/* Set while this thread has deferred work (heap.c). */
+extern __thread int shim_t_deferred __attribute__((tls_model("initial-exec")));
+void heap_deferred_run(void);
+
+/* Set while this thread is inside the real allocator, called by a hook (interpose.c) or by
+ * the quarantine (heap.c). It counts as a locked section too, and more: a hook entered then
+ * (a signal handler that interrupted glibc's malloc) must not call the real allocator either,
+ * whose own state is half-updated (single-threaded glibc takes no lock; with threads it
+ * would wait for its own lock). Such a hook is served from the bootstrap buffer instead. */
+extern __thread int shim_t_in_real __attribute__((tls_model("initial-exec")));
+
+/* For a lock that is not a shim_lock (the trace's mutex): count it all the same. */
+static inline void shim_section_enter(void)
+{
+    shim_t_locks++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void shim_section_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    if (--shim_t_locks == 0 && shim_t_deferred)
+        heap_deferred_run();
+}
+
+/* Around a call into the real allocator. */
+static inline void shim_real_enter(void)
+{
+    shim_section_enter();
+    shim_t_in_real++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void shim_real_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    shim_t_in_real--;
+    shim_section_leave();
+}
+
 #define SHIM_LOCK_INIT                                                                             \
     {                                                                                              \
         0                                                                                          \
@@ -39,6 +88,7 @@ static inline void shim_cpu_relax(void)
  * outside every critical section (they call nothing), so the flag cannot change inside one. */
 static inline void shim_lock_take(shim_lock *l)
 {
+    shim_section_enter();
 #ifdef SHIM_HAVE_SINGLE_THREADED
     if (__libc_single_threaded) {
         atomic_store_explicit(&l->held, 1, memory_order_relaxed);
@@ -59,9 +109,11 @@ static inline void shim_lock_take(shim_lock *l)
 static inline void shim_lock_drop(shim_lock *l)
 {
     atomic_store_explicit(&l->held, 0, memory_order_release);
+    shim_section_leave();
 }
 
-/* In a forked child: the lock may have been held by a thread that does not exist there. */
+/* In a forked child: the lock may have been held by a thread that does not exist there.
+ * (The forking thread's count is reset by the caller, shim.c's fork handler.) */
 static inline void shim_lock_reset(shim_lock *l)
 {
     atomic_store_explicit(&l->held, 0, memory_order_relaxed);

@@ -9,9 +9,12 @@
 #include "lock.h"
 
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MODULES_MAX 1024
@@ -138,4 +141,59 @@ void modules_unlock(void)
 void modules_reinit_lock(void)
 {
     shim_lock_reset(&g_lock);
+}
+
+/* /proc/self/maps is read in a stack buffer (no allocation); its lines are sorted by
+ * address, so one pass follows [lo, hi) from mapping to mapping. */
+bool modules_range_usable(uintptr_t lo, uintptr_t hi, bool write)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t start = lo & ~(page - 1);
+        return msync((void *)start, hi - start, MS_ASYNC) == 0 || errno != ENOMEM;
+    }
+    char buf[4096];
+    size_t len = 0;
+    bool skipping = false; /* the rest of a line longer than buf */
+    uintptr_t cur = lo;
+    int verdict = -1; /* -1: not known yet */
+    while (verdict < 0) {
+        ssize_t got = read(fd, buf + len, sizeof buf - len);
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+        size_t i = 0;
+        for (;;) {
+            char *nl = memchr(buf + i, '\n', len - i);
+            if (!nl && len - i < sizeof buf)
+                break;
+            size_t end = nl ? (size_t)(nl - buf) : len;
+            if (!skipping && verdict < 0) {
+                /* "START-END PERMS ..." in hex. */
+                const char *c = buf + i, *e = buf + end;
+                uintptr_t m0 = 0, m1 = 0;
+                for (; c < e && *c != '-'; c++)
+                    m0 = m0 * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+                for (c++; c < e && *c != ' '; c++)
+                    m1 = m1 * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+                c++;
+                bool ok = e - c >= 2 && c[0] == 'r' && (!write || c[1] == 'w');
+                if (m1 > cur) {
+                    if (m0 > cur || !ok)
+                        verdict = 0; /* a hole, or bytes the engine cannot use */
+                    else if ((cur = m1) >= hi)
+                        verdict = 1;
+                }
+            }
+            skipping = !nl;
+            i = nl ? end + 1 : len;
+            if (i >= len)
+                break;
+        }
+        memmove(buf, buf + i, len - i);
+        len -= i;
+    }
+    close(fd);
+    return verdict == 1;
 }

@@ -5,6 +5,7 @@
 #define TLSAN_SHIM_MODULES_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct shim_module {
@@ -22,6 +23,10 @@ const struct shim_module *modules_get(uint32_t id);
 uint32_t modules_count(void);
 /* Rescans now (adds new modules, retires unloaded ones). */
 void modules_refresh(void);
+/* Whether [lo, hi) is mapped readable, and writable when `write`: every byte, by the
+ * process's memory map (/proc/self/maps; without /proc, msync tells whether it is mapped at
+ * all). No allocation. The annotation API checks an arena with it before touching it. */
+bool modules_range_usable(uintptr_t lo, uintptr_t hi, bool write);
 /* Fork handlers (shim.c): the rescan lock. */
 void modules_lock(void);
 void modules_unlock(void);

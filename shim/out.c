@@ -10,9 +10,12 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int g_fd = 2;
+static struct out_fd_id g_fd_id; /* of g_fd when it is the log file (g_fd > 2) */
 static shim_lock g_write_lock = SHIM_LOCK_INIT;
 
 static void put_char(struct outbuf *b, char c)
@@ -195,6 +198,39 @@ int out_fd(void)
 void out_set_fd(int fd)
 {
     g_fd = fd;
+    if (fd > 2) {
+        struct stat st;
+        if (fstat(fd, &st) == 0)
+            g_fd_id = (struct out_fd_id){st.st_dev, st.st_ino};
+    }
+}
+
+int out_fd_park(int fd, struct out_fd_id *id)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        id->dev = st.st_dev;
+        id->ino = st.st_ino;
+    }
+    /* Half the fd limit, at most 1024: far from the low numbers a program's opens get,
+     * without growing the kernel's fd table much. */
+    struct rlimit rl;
+    rlim_t base = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 0;
+    if (base > 1024)
+        base = 1024;
+    if (base <= (rlim_t)fd)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+bool out_fd_still(int fd, const struct out_fd_id *id)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
 }
 
 void out_open_log(const char *path)
@@ -205,19 +241,36 @@ void out_open_log(const char *path)
     struct outbuf b = {name, 0, sizeof name};
     out_appendf(&b, "%s.%d", path, (int)getpid());
     int fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* In a forked child g_fd is the parent's file: it is not the child's to write. */
+    int old = g_fd;
+    bool old_ours = old > 2 && out_fd_still(old, &g_fd_id);
+    g_fd = 2;
+    if (old_ours)
+        close(old);
     if (fd < 0) {
         /* errno as a number: strerror may allocate (translations). */
         out_printf("tlsan: cannot open log_path file '%s' (errno %d); reporting to stderr\n", name,
                    errno);
         return;
     }
-    if (g_fd > 2)
-        close(g_fd);
-    g_fd = fd;
+    g_fd = out_fd_park(fd, &g_fd_id);
+}
+
+/* Before a write to the log file: still the file opened? Otherwise stderr from now on. */
+static void check_log_fd(void)
+{
+    if (g_fd <= 2 || out_fd_still(g_fd, &g_fd_id))
+        return;
+    g_fd = 2;
+    static const char msg[] = "tlsan: the log_path file's descriptor was closed or reused by the "
+                              "program; reporting to stderr\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
 }
 
 void out_write(const char *data, size_t len)
 {
+    check_log_fd();
     while (len) {
         ssize_t n = write(g_fd, data, len);
         if (n < 0) {

@@ -3,7 +3,9 @@
 #define TLSAN_SHIM_OUT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A fixed buffer with a length; formatting truncates silently at the capacity. */
 struct outbuf {
@@ -16,10 +18,28 @@ struct outbuf {
 void out_appendf(struct outbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void out_vappendf(struct outbuf *b, const char *fmt, va_list ap);
 
+/* The shim's own file descriptors (the log, the trace) and a program that closes every fd
+ * it did not open (daemons, closefrom): the number may be closed under the shim and handed
+ * to a file of the program's. So the shim's fds sit at a high number (not the lowest free
+ * one the program's next open gets), close on exec, and before anything that could harm
+ * the file behind them (a write, a resize, a close) they are checked to still be the file
+ * the shim opened; once not, the shim never touches that number again. */
+struct out_fd_id {
+    dev_t dev;
+    ino_t ino;
+};
+/* Moves fd to a high number (F_DUPFD_CLOEXEC; the old number is closed) and records the
+ * file's identity. Returns the fd to use (fd itself when it cannot be moved). */
+int out_fd_park(int fd, struct out_fd_id *id);
+/* True when fd is still open on the file recorded in id. */
+bool out_fd_still(int fd, const struct out_fd_id *id);
+
 /* The report fd: stderr, or the log_path file (opened at init). */
 int out_fd(void);
 /* Opens PATH.PID (O_APPEND) as the report fd when path is not empty; on failure prints one
- * line and keeps stderr. Called by shim_init, and again in a forked child. */
+ * line and reports to stderr (in a forked child: not to the parent's file). Called by
+ * shim_init, and again in a forked child. When the program closes the file's fd (or it
+ * then names another file), reports go to stderr from then on, after one line. */
 void out_open_log(const char *path);
 /* Sets the report fd directly (tests). */
 void out_set_fd(int fd);

@@ -179,6 +179,8 @@ uint64_t report_count(void)
 
 void report_reinit_in_child(void)
 {
+    /* The child's findings are its own: its exit status and its trace's END count them. */
+    atomic_store(&g_count, 0);
     for (unsigned i = 0; i < REPORT_SLOTS; i++)
         atomic_store_explicit(&g_slots[i].busy, 0, memory_order_relaxed);
     t_in_report = 0;

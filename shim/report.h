@@ -57,7 +57,8 @@ void report_end(struct report *r, const char *summary_fmt, ...)
 
 /* Findings reported so far by this process. */
 uint64_t report_count(void);
-/* In a forked child: frees report slots held by threads that do not exist there. */
+/* In a forked child: frees report slots held by threads that do not exist there, and
+ * starts the count of findings again (the parent's are not the child's). */
 void report_reinit_in_child(void);
 
 #endif

@@ -46,6 +46,8 @@ atomic_int shim_g_state = SHIM_UNINIT;
 static atomic_bool g_tracking;
 static atomic_int g_failed;
 __thread int shim_t_in_shim TLS;
+__thread int shim_t_locks TLS;
+__thread int shim_t_in_real TLS;
 static __thread int t_initing TLS;
 static __thread int t_tid TLS;
 
@@ -77,6 +79,11 @@ void shim_fail(const char *why)
         return;
     out_printf("tlsan: %s; passing through\n", why);
     atomic_store_explicit(&g_state, SHIM_OFF, memory_order_release);
+    /* From now on frees go straight to the real free: the blocks held back in the
+     * quarantine would never be, and a correct program may need that memory (the usual
+     * reason to get here is an exhausted address space). */
+    if (shim_tracking())
+        heap_quarantine_drain();
 }
 
 /* A sanitizer that replaces malloc itself: the shim must stay out of its way. */
@@ -115,7 +122,10 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    /* The locks may be copies of locks other threads held: those threads are gone. */
+    /* The locks may be copies of locks other threads held: those threads are gone. This
+     * thread took them all in fork_prepare and its count of held locks says so. */
+    shim_t_locks = 0;
+    shim_t_in_real = 0;
     heap_reinit_locks();
     depot_reinit_lock();
     modules_reinit_lock();

@@ -17,6 +17,7 @@
 #include "trace.h"
 
 #include "depot.h"
+#include "lock.h"
 #include "modules.h"
 #include "out.h"
 #include "shim.h"
@@ -26,6 +27,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -71,7 +73,8 @@ struct idmap {
 static struct {
     pthread_mutex_t lock;
     bool on; /* open and writable */
-    int fd;
+    int fd;  /* -1 also once the program closed or reused it: never touched again */
+    struct out_fd_id fd_id;
     unsigned char *map;
     size_t map_size; /* = file size while open */
     size_t pos;      /* next record goes here */
@@ -80,6 +83,20 @@ static struct {
     uint32_t next_string, next_module, next_stack, next_arena;
     struct idmap stacks, modules;
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* The trace's mutex, counted as a held lock (lock.h): an allocation from a signal handler
+ * while it is held is deferred instead of risking a report that would take it again. */
+static void trace_lock(void)
+{
+    shim_section_enter();
+    pthread_mutex_lock(&T.lock);
+}
+
+static void trace_unlock(void)
+{
+    pthread_mutex_unlock(&T.lock);
+    shim_section_leave();
+}
 
 /* ---- small helpers ---- */
 
@@ -129,11 +146,30 @@ static void trace_off_locked(const char *why, int err)
     T.on = false;
 }
 
+/* Before a resize or a close: is T.fd still the trace file? The program may have closed it
+ * (closefrom) and the number may now be a file of its own, which a resize would corrupt. If
+ * not, tracing stops and the number is forgotten; the records written so far are in the
+ * file through the mapping, which stays. */
+static bool fd_ok_locked(void)
+{
+    if (T.fd < 0)
+        return false;
+    if (out_fd_still(T.fd, &T.fd_id))
+        return true;
+    out_printf("tlsan: trace: the program closed the trace file's descriptor; tracing off (the "
+               "records so far stay in the file)\n");
+    T.fd = -1;
+    T.on = false;
+    return false;
+}
+
 /* Makes room for `need` more bytes at T.pos (growing file and mapping in 1 MiB steps). */
 static bool ensure_room(size_t need)
 {
     if (T.pos + need <= T.map_size)
         return true;
+    if (!fd_ok_locked())
+        return false;
     size_t want = (T.pos + need + TRACE_STEP - 1) / TRACE_STEP * TRACE_STEP;
     int r = fallocate(T.fd, 0, (off_t)T.map_size, (off_t)(want - T.map_size));
     if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
@@ -439,52 +475,18 @@ static void fmt_path(char *buf, size_t cap, const char *base, int pid, bool chil
     buf[b.len] = 0;
 }
 
-/* The parent of pid from /proc/PID/stat (the field after the command's closing paren), or
- * 0. No allocation. */
-static pid_t parent_of(pid_t pid)
+/* Opens path for writing without truncating it and takes an exclusive flock on it. Returns
+ * the fd, -1 when it cannot be opened, or -2 when another process holds the lock. */
+static int open_locked_file(const char *path)
 {
-    char p[64], buf[512];
-    struct outbuf b = {p, 0, sizeof p - 1};
-    out_appendf(&b, "/proc/%d/stat", (int)pid);
-    p[b.len] = 0;
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    char *c = strrchr(buf, ')');
-    if (!c || c[1] != ' ' || !c[2] || c[3] != ' ')
-        return 0;
-    long v = 0;
-    for (c += 4; *c >= '0' && *c <= '9'; c++)
-        v = v * 10 + (*c - '0');
-    return (pid_t)v;
-}
-
-/* With trace_path=FILE a program that a traced process fork+exec'd starts fresh and would
- * truncate its ancestor's FILE: when FILE holds the trace of one of this process's live
- * ancestors, this one writes FILE.PID as a forked child would. */
-static bool held_by_ancestor(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    unsigned char h[TRACE_HEADER_SIZE];
-    ssize_t n = pread(fd, h, sizeof h, 0);
-    close(fd);
-    if (n != (ssize_t)sizeof h || memcmp(h, "TLSANTRC", 8) != 0)
-        return false;
-    pid_t pid = (pid_t)(h[16] | h[17] << 8 | h[18] << 16 | (uint32_t)h[19] << 24);
-    if (pid <= 0 || pid == getpid())
-        return false;
-    pid_t a = getppid();
-    for (int depth = 0; a > 1 && depth < 64; depth++, a = parent_of(a))
-        if (a == pid)
-            return true;
-    return false;
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        close(fd);
+        return -2;
+    }
+    return fd;
 }
 
 /* Opens path, maps the first step and writes the header. Lock held. */
@@ -496,14 +498,30 @@ static int open_locked(bool child)
     char path[300];
     int pid = (int)getpid();
     fmt_path(path, sizeof path, o->trace_path, pid, child);
-    if (!child && o->trace_path[0] && held_by_ancestor(path))
+    /* Two processes must never write one file: the second would cut it under the first's
+     * mapping (SIGBUS). The file is opened without O_TRUNC and locked (flock, held until
+     * trace_close); a process that finds FILE locked (by a process it fork+exec'd from, or an
+     * unrelated one given the same trace_path) writes FILE.PID, as a forked child does. Only
+     * the lock's holder truncates. */
+    int fd = open_locked_file(path);
+    if (fd == -2 && !child && o->trace_path[0]) {
         fmt_path(path, sizeof path, o->trace_path, pid, true);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (o->verbosity >= 1)
+            out_printf("==%d==tlsan: trace file %s is in use by another process; writing %s\n", pid,
+                       o->trace_path, path);
+        fd = open_locked_file(path);
+    }
+    if (fd == -2) {
+        out_printf("tlsan: trace file %s is in use by another process; tracing off\n", path);
+        return -1;
+    }
     if (fd < 0) {
         out_printf("tlsan: cannot open trace file %s: %s; tracing off\n", path, errno_text(errno));
         return -1;
     }
-    int r = fallocate(fd, 0, 0, (off_t)TRACE_STEP);
+    int r = ftruncate(fd, 0);
+    if (r == 0)
+        r = fallocate(fd, 0, 0, (off_t)TRACE_STEP);
     if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
         r = ftruncate(fd, (off_t)TRACE_STEP);
     void *m =
@@ -514,7 +532,7 @@ static int open_locked(bool child)
         close(fd);
         return -1;
     }
-    T.fd = fd;
+    T.fd = out_fd_park(fd, &T.fd_id);
     T.map = m;
     T.map_size = TRACE_STEP;
     reset_tables();
@@ -537,9 +555,9 @@ static int open_locked(bool child)
 
 int trace_open(void)
 {
-    pthread_mutex_lock(&T.lock);
+    trace_lock();
     int r = T.on ? 0 : open_locked(false);
-    pthread_mutex_unlock(&T.lock);
+    trace_unlock();
     return r;
 }
 
@@ -547,11 +565,11 @@ void trace_reopen_in_child(void)
 {
     /* Another thread of the parent may have held the lock at fork: it does not exist here. */
     pthread_mutex_init(&T.lock, NULL);
-    bool was_open = T.fd >= 0;
+    bool was_open = T.map != NULL;
     if (T.map)
         munmap(T.map, T.map_size);
-    if (T.fd >= 0)
-        close(T.fd);
+    if (T.fd >= 0 && out_fd_still(T.fd, &T.fd_id))
+        close(T.fd); /* the parent's: its lock stays with the parent's copy */
     T.map = NULL;
     T.map_size = T.pos = 0;
     T.fd = -1;
@@ -563,12 +581,14 @@ void trace_reopen_in_child(void)
 
 void trace_close(uint64_t n_findings)
 {
-    pthread_mutex_lock(&T.lock);
+    trace_lock();
+    if (T.on && !fd_ok_locked())
+        T.on = false;
     if (T.on)
         EMIT(TAG_END, { e_u(e, n_findings); });
-    if (T.fd >= 0) {
-        if (T.map)
-            munmap(T.map, T.map_size);
+    if (T.map)
+        munmap(T.map, T.map_size);
+    if (T.fd >= 0 && fd_ok_locked()) {
         if (ftruncate(T.fd, (off_t)T.pos) != 0)
             out_printf("tlsan: trace: cannot cut the trace file: %s\n", errno_text(errno));
         close(T.fd);
@@ -577,18 +597,18 @@ void trace_close(uint64_t n_findings)
     T.map_size = 0;
     T.fd = -1;
     T.on = false;
-    pthread_mutex_unlock(&T.lock);
+    trace_unlock();
 }
 
 /* ---- records ---- */
 
 #define LOCKED(...)                                                                                \
     do {                                                                                           \
-        pthread_mutex_lock(&T.lock);                                                               \
+        trace_lock();                                                                              \
         if (T.on) {                                                                                \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        pthread_mutex_unlock(&T.lock);                                                             \
+        trace_unlock();                                                                            \
     } while (0)
 
 uint64_t trace_string(const char *text)

@@ -130,6 +130,25 @@ run exitcode=41:halt_on_error=1 clobber
 expect_rc 41 "clobber (halt_on_error)"
 expect_count "$err" "^SUMMARY: tlsan: live-corruption h1 " 1 "clobber (halt_on_error)"
 
+# ---- misuse the shim must survive: bad arenas refused with a warning, an arena freed
+# before its destroy dropped at the free (the read after it is a use-after-release) ----
+hexp='0x[0-9a-f]+'
+for opts in checksum=all "checksum=all:fill=0" ""; do
+    what="misuse ($opts)"
+    run "$opts" misuse
+    expect_rc 1 "$what"
+    expect_count "$out" "^prog_api: misuse done$" 1 "$what"
+    expect_count "$err" "^tlsan: warning: tlsan_arena_create\('unmapped'\): \[0x1000, \+4096\) is not mapped readable( and writable)? memory; ignored$" 1 "$what"
+    expect_count "$err" "^tlsan: warning: tlsan_arena_create\('wraps'\): \[0xfffffffffffff000, \+8192\) runs past the end of the address space; ignored$" 1 "$what"
+    if [ "$opts" = "checksum=all:fill=0" ]; then n=0; else n=1; fi
+    expect_count "$err" "^tlsan: warning: tlsan_arena_create\('read-only'\): \[$hexp, \+8192\) is not mapped readable and writable memory; ignored$" "$n" "$what: read-only"
+    expect_count "$err" "^tlsan: warning: arena 'heap' \[$hexp, \+67108864\) freed before tlsan_arena_destroy; dropped \(its tensors are unbound and its memory no longer read\)$" 1 "$what"
+    expect_count "$err" "^tlsan: warning: tlsan_tensor_bind\('u'\): $hexp is not the base of an arena$" 1 "$what"
+    expect_count "$err" "^tlsan: warning: tlsan_arena_destroy\($hexp\)" 1 "$what: only the unmapped arena's destroy warns"
+    expect_count "$err" "$pid_line" 1 "$what"
+    expect_count "$err" "^SUMMARY: tlsan: use-after-release t \(released, read by op 'read_t'\)$" 1 "$what"
+done
+
 # ---- without the shim: the weak entry points are absent, every annotation a no-op ----
 for mode in clean clobber stale uar overflow plan-bad fork-exec; do
     "$prog" "$mode" >"$tmp/out" 2>"$tmp/err"

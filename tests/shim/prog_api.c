@@ -11,7 +11,9 @@
  *   uar       relu_4 also reads h1 after its release
  *   overflow  mm_1 writes 8 bytes past the end of h1 (4000 bytes planned)
  *   plan-bad  the plan handed to tlsan_plan_load places h2 over live h1
- *   fork-exec clean, then runs itself again (fork + exec, mode clean) and waits for it */
+ *   fork-exec clean, then runs itself again (fork + exec, mode clean) and waits for it
+ *   misuse    arenas the shim must refuse or drop, never crash on: unmapped, wrapping around
+ *             the address space, read-only; and a heap arena freed before its destroy */
 #include "tlsan/tlsan.h"
 
 #include <pthread.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +43,7 @@ static const char PLAN_OK[] =
     "  {\"name\": \"add_3\", \"reads\": [\"h1\", \"h2\"], \"writes\": [\"h3\"]},"
     "  {\"name\": \"sum_7\", \"reads\": [\"h3\"], \"writes\": [\"s\"]}]}";
 
-enum mode { CLEAN, CLOBBER, STALE, UAR, OVERFLOW, PLAN_BAD, FORK_EXEC };
+enum mode { CLEAN, CLOBBER, STALE, UAR, OVERFLOW, PLAN_BAD, FORK_EXEC, MISUSE };
 
 /* Not static: -rdynamic exports them, so report stacks name them; run_op and graph are not
  * inlined, so the stacks start there (api.sh checks frame #0). */
@@ -165,19 +168,58 @@ void graph(void)
     tlsan_arena_destroy(arena, ARENA_BYTES);
 }
 
+/* Each call below is a misuse the header promises not to turn into a crash. */
+static int misuse(void)
+{
+    tlsan_arena_create("unmapped", (void *)0x1000, 4096);
+    tlsan_arena_destroy((void *)0x1000, 4096);
+    tlsan_arena_create("wraps", (void *)(uintptr_t)-4096, 8192);
+    void *ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ro == MAP_FAILED)
+        return 1;
+    tlsan_arena_create("read-only", ro, 8192);
+    munmap(ro, 8192);
+    /* Large enough that the real free unmaps it once it leaves the quarantine. */
+    size_t big = (size_t)64 << 20;
+    unsigned char *heap = malloc(big);
+    if (!heap)
+        return 1;
+    tlsan_arena_create("heap", heap, big);
+    tlsan_tensor_bind(heap, "t", heap, big / 2, 0);
+    static const char *const w[] = {"t"};
+    tlsan_op_info op = {"write_t", 0, NULL, 0, w, 1, NULL, 0};
+    uint64_t token = tlsan_op_begin(&op);
+    memset(heap, 1, big / 2);
+    tlsan_op_end(token);
+    free(heap);
+    heap = *(unsigned char *volatile *)&heap; /* the misuse is the point: keep GCC quiet */
+    /* Push it out of the quarantine (64 MiB by default), so its pages are gone. */
+    for (int i = 0; i < 3; i++)
+        free(malloc(big));
+    tlsan_tensor_bind(heap, "u", heap, 64, 0);
+    tlsan_op_info rd = {"read_t", 0, w, 1, NULL, 0, NULL, 0};
+    tlsan_op_end(tlsan_op_begin(&rd));
+    tlsan_arena_destroy(heap, big);
+    printf("prog_api: misuse done\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const names[] = {"clean",    "clobber",  "stale",    "uar",
-                                        "overflow", "plan-bad", "fork-exec"};
+    static const char *const names[] = {"clean",    "clobber",  "stale",     "uar",
+                                        "overflow", "plan-bad", "fork-exec", "misuse"};
     const char *m = argc > 1 ? argv[1] : "clean";
     size_t k = 0;
     while (k < sizeof names / sizeof names[0] && strcmp(names[k], m) != 0)
         k++;
     if (k == sizeof names / sizeof names[0]) {
-        fprintf(stderr, "usage: prog_api clean|clobber|stale|uar|overflow|plan-bad|fork-exec\n");
+        fprintf(stderr,
+                "usage: prog_api clean|clobber|stale|uar|overflow|plan-bad|fork-exec|misuse\n");
         return 2;
     }
     mode = (enum mode)k;
+    if (mode == MISUSE)
+        return misuse();
     arena = aligned_alloc(64, ARENA_BYTES);
     if (!arena)
         return 1;

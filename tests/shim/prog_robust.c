@@ -6,9 +6,25 @@
  *   dlopen   dlopen/dlsym/dlclose libm.so.6 in a loop, allocating in between
  *   realloc  realloc chains growing and shrinking, contents preserved
  *   limits   libc's contracts: huge and zero sizes, overflow, alignments, errno
- *   quick    a little of everything (for Valgrind and ASan runs) */
+ *   quick    a little of everything (for Valgrind and ASan runs)
+ *   churn    1 MiB blocks freed and allocated keeping 100 live, then many small ones; prints
+ *            how many allocations failed (for a run under ulimit -v)
+ *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, while the main
+ *            thread (and, with N = 2, an idle second thread) allocates and frees
+ *   closefd FILE  closes every fd from 3 up, opens FILE, puts it on every number up to 2047
+ *            (as a program's later opens could), writes 16 KiB to it, annotates enough to
+ *            grow a trace past 1 MiB, then frees a block twice (a report)
+ *   annotate MS  sleeps MS milliseconds, then annotates enough to grow a trace to megabytes
+ *   forkfind  a double free in the parent, an arena; a clean forked child; prints its status
+ *   dlopen-tls LIB  4 threads load LIB (lib_tls.c), use its thread-locals, free what they
+ *            allocated and unload it, 300 times each
+ *   forklog DIR  renames DIR/log-dir to DIR/moved (where the parent's log_path file is), then
+ *            forks a child that frees a block twice */
+#include "tlsan/tlsan.h"
+
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdalign.h>
@@ -16,7 +32,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -340,6 +360,30 @@ static void mode_limits(void)
     p = malloc(8);
     free(p);
     CHECK(errno == 4321, "free keeps errno");
+    /* A successful allocation leaves errno alone (the shim's stack capture may set it). */
+    errno = 4321;
+    p = memalign(0, 0);
+    CHECK(p && errno == 4321, "memalign(0, 0) keeps errno (%d)", errno);
+    free(p);
+    errno = 4321;
+    p = malloc(10);
+    CHECK(p && errno == 4321, "malloc keeps errno (%d)", errno);
+    p = realloc(p, 100);
+    CHECK(p && errno == 4321, "realloc keeps errno (%d)", errno);
+    free(p);
+    p = aligned_alloc(64, 64);
+    CHECK(p && errno == 4321, "aligned_alloc keeps errno (%d)", errno);
+    free(p);
+    p = calloc(3, 3);
+    CHECK(p && errno == 4321, "calloc keeps errno (%d)", errno);
+    free(p);
+    /* glibc checks the alignment first: EINVAL, even with a size that would overflow. */
+    errno = 0;
+    CHECK(memalign(opaque(SIZE_MAX), opaque(SIZE_MAX - 4)) == NULL && errno == EINVAL,
+          "memalign(SIZE_MAX, SIZE_MAX-4) errno %d", errno);
+    errno = 0;
+    CHECK(aligned_alloc(opaque(SIZE_MAX), opaque(SIZE_MAX)) == NULL && errno == EINVAL,
+          "aligned_alloc(SIZE_MAX, SIZE_MAX) errno %d", errno);
     if (!failures)
         printf("limits ok (shim %s)\n", shim_on() ? "active" : "not active");
 }
@@ -360,9 +404,227 @@ static void mode_quick(void)
         printf("quick ok\n");
 }
 
+/* ---- churn ---- */
+
+static void mode_churn(void)
+{
+    enum { LIVE_MB = 100 };
+    void **ring = calloc(LIVE_MB, sizeof *ring);
+    long fails = 0;
+    for (long i = 0; i < 2000; i++) {
+        long k = i % LIVE_MB;
+        free(ring[k]);
+        ring[k] = malloc(1 << 20);
+        if (!ring[k])
+            fails++;
+        else
+            memset(ring[k], 1, 1 << 20);
+    }
+    size_t n = (size_t)LIVE_MB * 4096;
+    void **small = malloc(n * sizeof *small);
+    for (int r = 0; r < 3; r++) {
+        for (size_t i = 0; i < n; i++)
+            fails += (small[i] = malloc(100)) == NULL;
+        for (size_t i = 0; i < n; i++)
+            free(small[i]);
+    }
+    free(small);
+    for (long k = 0; k < LIVE_MB; k++)
+        free(ring[k]);
+    free(ring);
+    printf("churn fails %ld\n", fails);
+}
+
+/* ---- signals ---- */
+
+static volatile sig_atomic_t g_hits;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    unsigned char *p = malloc(64);
+    if (p)
+        memset(p, 1, 64);
+    free(p);
+    g_hits++;
+}
+
+static void *idle_main(void *arg)
+{
+    while (!g_stop)
+        usleep(1000);
+    return arg;
+}
+
+static void mode_signals(int threads)
+{
+    pthread_t idle;
+    if (threads > 1)
+        pthread_create(&idle, NULL, idle_main, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 50}, {0, 50}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    void *ring[128] = {0};
+    for (long i = 0; i < 300000; i++) {
+        int k = (int)(i & 127);
+        free(ring[k]);
+        ring[k] = malloc((size_t)(i * 7) % 300 + 1);
+        CHECK(ring[k], "malloc");
+    }
+    memset(&it, 0, sizeof it);
+    setitimer(ITIMER_REAL, &it, NULL);
+    for (int k = 0; k < 128; k++)
+        free(ring[k]);
+    g_stop = 1;
+    if (threads > 1)
+        pthread_join(idle, NULL);
+    CHECK(g_hits > 0, "no SIGALRM handled");
+    if (!failures)
+        printf("signals ok\n");
+}
+
+/* ---- file descriptors ---- */
+
+static unsigned char g_arena[1 << 16];
+
+/* Enough annotations to grow a trace by megabytes: each name is new (a STRING record) and
+ * long (the engine's cost grows with the number of names, not their length). */
+static void annotate(int n)
+{
+    char name[400], op[400], pad[301];
+    memset(pad, 'p', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    tlsan_arena_create("a", g_arena, sizeof g_arena);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "tensor_%d_%s", i, pad);
+        snprintf(op, sizeof op, "op_number_%d_%s", i, pad);
+        tlsan_tensor_bind(g_arena, name, g_arena, 64, 0);
+        const char *writes[1] = {name};
+        tlsan_op_info info = {op, 0, NULL, 0, writes, 1, NULL, 0};
+        tlsan_op_end(tlsan_op_begin(&info));
+        tlsan_tensor_release(g_arena, name, g_arena, 0);
+    }
+    tlsan_arena_destroy(g_arena, sizeof g_arena);
+}
+
+static void mode_closefd(const char *file)
+{
+    struct rlimit rl;
+    int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048 ? (int)rl.rlim_cur : 2048;
+    for (int fd = 3; fd < 65536; fd++)
+        close(fd);
+    int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd == 3, "open: %d", fd);
+    for (int n = 4; n < top; n++)
+        dup2(fd, n);
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < 4; i++)
+        CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+    annotate(4000);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size == 16384, "size %lld", (long long)st.st_size);
+    char *p = malloc(16);
+    free(p);
+    free(*(char *volatile *)&p);
+    if (!failures)
+        printf("closefd ok\n");
+}
+
+static void mode_annotate(int ms)
+{
+    usleep((useconds_t)ms * 1000);
+    annotate(4000);
+    printf("annotate ok\n");
+}
+
+/* ---- dlopen of a library with thread-locals ---- */
+
+static void *tls_main(void *arg)
+{
+    long sum = 0;
+    for (int round = 0; round < 300; round++) {
+        void *h = dlopen(arg, RTLD_NOW | RTLD_LOCAL);
+        CHECK(h, "dlopen: %s", dlerror());
+        if (!h)
+            break;
+        int (*work)(int) = (int (*)(int))dlsym(h, "lib_work");
+        void (*done)(void) = (void (*)(void))dlsym(h, "lib_thread_done");
+        for (int i = 0; i < 50; i++)
+            sum += work(i);
+        done();
+        dlclose(h);
+    }
+    return (void *)sum;
+}
+
+static void mode_dlopen_tls(const char *lib)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, tls_main, (void *)lib);
+    long total = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        total += (long)r;
+    }
+    CHECK(total == 2130000, "total %ld", total);
+    if (!failures)
+        printf("dlopen-tls ok\n");
+}
+
+/* ---- fork and findings ---- */
+
+static void mode_forkfind(void)
+{
+    char *p = malloc(10);
+    free(p);
+    free(*(char *volatile *)&p); /* the parent's finding */
+    /* The engine's fork handlers too: the child must come out of them with a clean state
+     * (its blocks tracked: exact usable sizes). */
+    tlsan_arena_create("a", g_arena, sizeof g_arena);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *q = malloc(5);
+        int bad = shim_on() && malloc_usable_size(q) != 5;
+        free(q);
+        exit(bad ? 2 : 0);
+    }
+    tlsan_arena_destroy(g_arena, sizeof g_arena);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("forkfind child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void mode_forklog(const char *dir)
+{
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/log-dir", dir);
+    snprintf(to, sizeof to, "%s/moved", dir);
+    CHECK(rename(from, to) == 0, "rename");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *p = malloc(10);
+        free(p);
+        free(*(char *volatile *)&p);
+        exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("forklog child %d status %d\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quick";
+    const char *arg = argc > 2 ? argv[2] : "";
     if (strcmp(mode, "threads") == 0)
         mode_threads();
     else if (strcmp(mode, "fork") == 0)
@@ -375,6 +637,20 @@ int main(int argc, char **argv)
         mode_limits();
     else if (strcmp(mode, "quick") == 0)
         mode_quick();
+    else if (strcmp(mode, "churn") == 0)
+        mode_churn();
+    else if (strcmp(mode, "signals") == 0)
+        mode_signals(atoi(arg));
+    else if (strcmp(mode, "closefd") == 0)
+        mode_closefd(arg);
+    else if (strcmp(mode, "annotate") == 0)
+        mode_annotate(atoi(arg));
+    else if (strcmp(mode, "dlopen-tls") == 0)
+        mode_dlopen_tls(arg);
+    else if (strcmp(mode, "forkfind") == 0)
+        mode_forkfind();
+    else if (strcmp(mode, "forklog") == 0)
+        mode_forklog(arg);
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;

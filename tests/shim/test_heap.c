@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "heap.h"
+#include "lock.h"
 #include "out.h"
 #include "report.h"
 #include "shim.h"
@@ -440,15 +441,121 @@ static void report_layout(void **state)
     assert_string_equal(shim_kind_name(SHIM_KIND_COUNT_), "unknown");
 }
 
+/* A free re-entered on the same block while the outer free holds its claim (ld.so freeing a
+ * slot, the outer free's stack capture re-entering _dl_update_slotinfo, which frees it
+ * again): the inner (lite) free is a no-op, the outer one finishes, nothing is reported and
+ * the block is freed once. A claimed block can also be put back (a failed realloc). */
+static void claim_before_stack(void **state)
+{
+    (void)state;
+    uint64_t before = report_count();
+    unsigned frees = g_real_frees;
+    unsigned char *p = alloc(48);
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    assert_int_equal(c.state, HEAP_CLAIM_LIVE);
+    assert_int_equal(c.size, 48);
+    heap_free(p, 0, 1); /* the nested free */
+    assert_int_equal(heap_lookup(p, NULL), 1);
+    assert_int_equal(g_real_frees, frees);
+    struct heap_claim c2;
+    heap_free_claim(p, &c2);
+    assert_int_equal(c2.state, HEAP_CLAIM_BUSY);
+    heap_free_finish(p, &c, 0);
+    assert_int_equal(heap_lookup(p, NULL), 2); /* quarantined, once */
+    assert_int_equal(report_count(), before);
+    assert_string_equal(reports(), "");
+    heap_free_claim(p, &c);
+    assert_int_equal(c.state, HEAP_CLAIM_FREED);
+    heap_free_finish(p, &c, 0);
+    assert_int_equal(report_count(), before + 1);
+    assert_non_null(strstr(reports(), "ERROR: tlsan: double-free on address 0x"));
+    unsigned char *q = alloc(16);
+    heap_free_claim(q, &c);
+    heap_free_unclaim(q);
+    heap_free(q, 0, 1); /* live again: a lite free frees it */
+    assert_int_equal(heap_lookup(q, NULL), 0);
+    assert_int_equal(g_real_frees, frees + 1);
+    heap_free_claim(q + 1, &c);
+    assert_int_equal(c.state, HEAP_CLAIM_UNKNOWN);
+}
+
+/* Hooks entered inside a locked section (a signal handler) only defer: nothing reaches the
+ * table until the section's last lock is dropped. A block allocated and freed inside goes
+ * straight back; one that outlives the section is tracked (lite) then; a deferred free of a
+ * tracked block frees it then, and one of a quarantined block (a double free inside a
+ * handler) or an unknown pointer leaves them alone. */
+static void deferred_in_section(void **state)
+{
+    (void)state;
+    uint64_t before = report_count();
+    unsigned frees = g_real_frees;
+    unsigned char *live = alloc(24), *gone = alloc(24);
+    heap_free(gone, 0, 0);
+    assert_int_equal(heap_lookup(gone, NULL), 2);
+
+    shim_section_enter();
+    unsigned char *a = malloc(64), *b = malloc(32);
+    assert_true(heap_deferred_track(a, 64));
+    assert_true(heap_deferred_track(b, 32));
+    assert_int_equal(heap_deferred_size(b), 32);
+    assert_true(heap_deferred_free(a)); /* freed at once */
+    assert_int_equal(g_real_frees, frees + 1);
+    assert_false(heap_deferred_free(live));
+    assert_false(heap_deferred_free(gone));
+    char local;
+    assert_false(heap_deferred_free(&local));
+    assert_int_equal(heap_lookup(b, NULL), 0); /* nothing in the table yet */
+    assert_int_equal(heap_lookup(live, NULL), 1);
+    shim_section_leave();
+
+    assert_int_equal(heap_deferred_size(b), 0);
+    size_t size = 0;
+    assert_int_equal(heap_lookup(b, &size), 1);
+    assert_int_equal(size, 32);
+    assert_int_equal(heap_lookup(live, NULL), 0);
+    assert_int_equal(heap_lookup(gone, NULL), 2);
+    assert_int_equal(g_real_frees, frees + 2);
+    assert_int_equal(report_count(), before);
+    assert_string_equal(reports(), "");
+    heap_free(b, 0, 1);
+
+    /* The list is small: when it is full, a block stays untracked and a free is dropped. */
+    shim_section_enter();
+    void *blocks[40];
+    unsigned tracked = 0;
+    for (int i = 0; i < 40; i++) {
+        blocks[i] = malloc(8);
+        tracked += heap_deferred_track(blocks[i], 8);
+    }
+    assert_int_equal(tracked, 32);
+    shim_section_leave();
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(heap_lookup(blocks[i], NULL), i < 32 ? 1 : 0);
+        if (i < 32)
+            heap_free(blocks[i], 0, 1);
+        else
+            free(blocks[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fill_phase),      cmocka_unit_test(nan_views),
-        cmocka_unit_test(find_change),     cmocka_unit_test(verify_sampling),
-        cmocka_unit_test(track_and_free),  cmocka_unit_test(double_and_invalid),
-        cmocka_unit_test(overflow),        cmocka_unit_test(write_after_free),
-        cmocka_unit_test(budget_and_lite), cmocka_unit_test(ring_and_drain),
-        cmocka_unit_test(growth),          cmocka_unit_test(report_layout),
+        cmocka_unit_test(fill_phase),
+        cmocka_unit_test(nan_views),
+        cmocka_unit_test(find_change),
+        cmocka_unit_test(verify_sampling),
+        cmocka_unit_test(track_and_free),
+        cmocka_unit_test(double_and_invalid),
+        cmocka_unit_test(overflow),
+        cmocka_unit_test(write_after_free),
+        cmocka_unit_test(budget_and_lite),
+        cmocka_unit_test(ring_and_drain),
+        cmocka_unit_test(growth),
+        cmocka_unit_test(report_layout),
+        cmocka_unit_test(claim_before_stack),
+        cmocka_unit_test(deferred_in_section),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "out.h"
@@ -108,12 +109,61 @@ static void report_fd(void **state)
     fclose(f);
     assert_int_equal(r, 14);
     assert_string_equal(text, "line 1\nline 2\n");
-    /* An unopenable path keeps the current fd and says so there. */
-    int before = out_fd();
+    /* The log fd sits high, away from the numbers the program's opens get. */
+    assert_true(out_fd() >= 100);
+    /* An unopenable path (a forked child's PATH.PID) drops the current file: the line
+     * saying so, and later reports, go to stderr, not into the file. */
     out_open_log("/nonexistent-dir/x");
-    assert_int_equal(out_fd(), before);
-    close(out_fd());
-    out_set_fd(2);
+    assert_int_equal(out_fd(), 2);
+    out_printf("line %d\n", 3);
+    f = fopen(file, "r");
+    assert_non_null(f);
+    memset(text, 0, sizeof text);
+    r = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    assert_string_equal(text, "line 1\nline 2\n");
+    unlink(file);
+    rmdir(dir);
+}
+
+/* The program closes the log's fd and the number comes back on a file of its own: the shim
+ * must not write into that file, and reports go to stderr from then on. */
+static void log_fd_reused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tlsan_test_out_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char base[128], file[160], other[160];
+    snprintf(base, sizeof base, "%s/log", dir);
+    snprintf(file, sizeof file, "%s.%d", base, (int)getpid());
+    snprintf(other, sizeof other, "%s/program-data", dir);
+    out_open_log(base);
+    int fd = out_fd();
+    assert_true(fd > 2);
+    int prog = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    assert_true(prog >= 0);
+    assert_int_equal(dup2(prog, fd), fd); /* what close + the program's next open can do */
+    close(prog);
+    int saved_err = dup(2), errs[2];
+    assert_int_equal(pipe(errs), 0);
+    dup2(errs[1], 2);
+    out_printf("report\n");
+    dup2(saved_err, 2);
+    close(saved_err);
+    close(errs[1]);
+    assert_int_equal(out_fd(), 2);
+    char got[256] = {0};
+    ssize_t n = read(errs[0], got, sizeof got - 1);
+    close(errs[0]);
+    assert_true(n > 0);
+    assert_string_equal(got, "tlsan: the log_path file's descriptor was closed or reused by the "
+                             "program; reporting to stderr\nreport\n");
+    struct stat st;
+    assert_int_equal(stat(other, &st), 0);
+    assert_int_equal(st.st_size, 0);      /* the program's file was not written */
+    assert_true(fcntl(fd, F_GETFD) >= 0); /* and its fd not closed */
+    close(fd);
+    unlink(other);
     unlink(file);
     rmdir(dir);
 }
@@ -124,6 +174,7 @@ int main(void)
         cmocka_unit_test(conversions),
         cmocka_unit_test(truncation),
         cmocka_unit_test(report_fd),
+        cmocka_unit_test(log_fd_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
