@@ -4,20 +4,21 @@
 # Two programs, each timed natively and then under the shim in several configurations, under
 # Valgrind memcheck and as an AddressSanitizer build, all in one run so the ratios compare
 # like with like:
-#   - bench/tlsan_malloc_heavy (allocator-bound: 2M allocations of mixed sizes, each written
+#   - bench/tlsan_malloc_heavy (allocator-bound: 4M allocations of mixed sizes, each written
 #     and read);
 #   - examples/engine/engine (the annotated example engine, thread-pool executor, repeated).
-# Wall time is the best of TLSAN_BENCH_REPEAT runs (default 3; Valgrind: 1 run). Every run's
+# Wall time (date, ns) and CPU time (/usr/bin/time, user + system of all threads, 10 ms
+# resolution) are each the best of TLSAN_BENCH_REPEAT runs (default 5; Valgrind: 1 run). Every run's
 # output must equal the native run's (the shim must not change results); a mismatch fails.
 #
-# Environment: TLSAN_BENCH_REPEAT (3), TLSAN_BENCH_HEAVY_N (2000000),
+# Environment: TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
 # TLSAN_BENCH_ENGINE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"),
 # TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it).
 set -euo pipefail
 
 build=${1:-build}
-repeat=${TLSAN_BENCH_REPEAT:-3}
-heavy_n=${TLSAN_BENCH_HEAVY_N:-2000000}
+repeat=${TLSAN_BENCH_REPEAT:-5}
+heavy_n=${TLSAN_BENCH_HEAVY_N:-4000000}
 read -r -a engine_args <<<"${TLSAN_BENCH_ENGINE_ARGS:---exec pool --repeat 40 --seq 64 --hidden 128}"
 with_valgrind=${TLSAN_BENCH_VALGRIND:-1}
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,31 +41,34 @@ cc -O2 -g -fsanitize=address -fno-omit-frame-pointer "$src/bench/malloc_heavy.c"
 cc -O2 -g -fsanitize=address -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I"$src/include" \
     "$src"/examples/engine/*.c -o "$tmp/engine-asan" -lm -lpthread
 
-now() { date +%s.%N; }
 
-# time_run LABEL EXPECTED_OUTPUT_FILE RUNS ENV... -- CMD...: best wall seconds, checks output.
+# time_run LABEL EXPECTED_OUTPUT_FILE RUNS ENV... -- CMD...: prints "WALL CPU", the best wall
+# seconds and the best CPU seconds (user + system, all threads) over the runs, and checks the
+# output. CPU time is the steadier figure on a shared machine.
 time_run() {
     local label=$1 expect=$2 runs=$3
     shift 3
     local envs=()
     while [[ $1 != -- ]]; do envs+=("$1"); shift; done
     shift
-    local best=""
+    local best="" best_cpu=""
     for ((r = 0; r < runs; r++)); do
         local t0 t1
-        t0=$(now)
-        env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
+        t0=$(date +%s%N)
+        /usr/bin/time -f "%U %S" -o "$tmp/time" env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
             echo "bench/shim.sh: $label failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-        t1=$(now)
+        t1=$(date +%s%N)
         if [[ -n $expect ]] && ! cmp -s "$tmp/out" "$expect"; then
             echo "bench/shim.sh: $label changed the program's output" >&2
             diff "$expect" "$tmp/out" | head >&2
             exit 1
         fi
-        best=$(awk -v a="$t0" -v b="$t1" -v best="$best" \
-            'BEGIN { d = b - a; if (best == "" || d < best) best = d; printf "%.4f", best }')
+        read -r best best_cpu < <(awk -v best="$best" -v bc="$best_cpu" -v ns=$((t1 - t0)) '
+            { w = ns / 1e9; c = $1 + $2 }
+            END { if (best == "" || w < best) best = w; if (bc == "" || c < bc) bc = c;
+                  printf "%.3f %.3f\n", best, bc }' "$tmp/time")
     done
-    echo "$best"
+    echo "$best $best_cpu"
 }
 
 off="fill=0:quarantine_mb=0:redzone=0:stack_depth=0:checksum=off:trace=0"
@@ -76,7 +80,11 @@ configs=(
     "shim, checksum=all|LD_PRELOAD=$shim|TLSAN_OPTIONS=checksum=all:trace_path=$tmp/t.trace"
 )
 
-row() { awk -v l="$1" -v t="$2" -v b="$3" 'BEGIN { printf "| %s | %.3f | %.2fx |\n", l, t, t / b }'; }
+# row LABEL "WALL CPU" "BASE_WALL BASE_CPU"
+row() {
+    awk -v l="$1" -v t="$2" -v b="$3" 'BEGIN { split(t, x, " "); split(b, y, " ");
+        printf "| %s | %.3f | %.2fx | %.3f | %.2fx |\n", l, x[1], x[1] / y[1], x[2], x[2] / y[2] }'
+}
 
 bench_program() {
     local name=$1 asan=$2
@@ -87,8 +95,8 @@ bench_program() {
     echo
     echo "### $name: \`$(basename "$1") ${*:2}\`"
     echo
-    echo "| configuration | wall s | vs native |"
-    echo "|---|---:|---:|"
+    echo "| configuration | wall s | vs native | CPU s | vs native |"
+    echo "|---|---:|---:|---:|---:|"
     for c in "${configs[@]}"; do
         IFS='|' read -r label e1 e2 <<<"$c"
         local envs=(TLSAN_BENCH=1)

@@ -13,6 +13,7 @@
 #define TLSAN_SHIM_ENGINE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,11 @@ TLSAN_RT_API void tlsan_rt_host_sync(void);
  * when no arena exists. */
 extern atomic_uint engine_g_arenas;
 void engine_heap_block_freed_slow(const void *p, size_t n);
+/* True while any arena is declared (a freed heap block may then hold one). */
+static inline bool engine_has_arenas(void)
+{
+    return atomic_load_explicit(&engine_g_arenas, memory_order_relaxed) != 0;
+}
 static inline void engine_heap_block_freed(const void *p, size_t n)
 {
     if (atomic_load_explicit(&engine_g_arenas, memory_order_relaxed))

@@ -695,6 +695,30 @@ void heap_free(void *p, uint32_t free_stack, int lite)
     heap_free_finish(p, &c, free_stack);
 }
 
+bool heap_free_unclaimed(void *p)
+{
+    /* One locked lookup instead of claim + finish: with no stack to capture in between,
+     * nothing can re-enter a free of this block, and the hot path keeps one table visit.
+     * Only the common case is taken here (a live block freed straight away, no redzone, no
+     * quarantine); anything else goes the claim + finish way for its reports. */
+    if (g_rz || g_budget)
+        return false;
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    bool live = i >= 0 && !(block_at(s, (size_t)i).flags & (F_FREED | F_CLAIMED));
+    if (live) {
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+    if (live)
+        real_free(p);
+    return live;
+}
+
 /* ---- work deferred by hooks entered inside a locked section (signal handlers) ---- */
 
 #define DEFER_MAX  32

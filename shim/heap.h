@@ -57,6 +57,10 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags);
  * Lite (re-entered): forgets the block and frees it at once; ignores pointers it does not
  * track and blocks being freed (claimed). */
 void heap_free(void *p, uint32_t free_stack, int lite);
+/* The free of a live block when no redzone and no quarantine are kept, in one table visit;
+ * for the hook's path without stacks. Returns false, having done nothing, in every other
+ * case (the caller then frees with claim + finish). */
+bool heap_free_unclaimed(void *p);
 
 /* The full free in two steps, so that nothing between them can free the block a second
  * time: heap_free_claim marks a live block as being freed (a free of it meanwhile, ld.so's

@@ -287,6 +287,11 @@ EXPORT void free(void *p)
         break;
     }
     int saved = errno; /* free leaves errno alone (glibc, POSIX 2024) */
+    if (!shim_opts()->stack_depth && !engine_has_arenas() && heap_free_unclaimed(p)) {
+        shim_leave();
+        errno = saved;
+        return;
+    }
     /* The block is claimed before the stack is captured: the capture may re-enter a free
      * of the same block (ld.so), which must then leave it to this one. */
     struct heap_claim c;
