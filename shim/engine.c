@@ -1914,7 +1914,6 @@ static void plan_op_lines(struct report *r, const tlsan_plan *p, int64_t index, 
 
 static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uint32_t stack)
 {
-    const char *kind = tlsan_kind_name(f->kind);
     char where[300];
     struct outbuf wb = {where, 0, sizeof where - 1};
     if (tlsan_plan_name(p))
@@ -1922,14 +1921,7 @@ static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uin
     else
         out_appendf(&wb, "the loaded plan");
     where[wb.len] = 0;
-    struct report *r;
-    if (f->n_tensors >= 2)
-        r = report_begin_named(kind, 1, "between '%s' and '%s' in %s", f->tensors[0], f->tensors[1],
-                               where);
-    else if (f->n_tensors == 1)
-        r = report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
-    else
-        r = report_begin_named(kind, 1, "in %s", where);
+    struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
     report_line(r, "  %s", f->message);

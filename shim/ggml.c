@@ -378,15 +378,7 @@ static void op_line(struct report *r, const struct gm_model *m, int64_t op, cons
 static void report_finding(const tlsan_finding *f, const struct gm_model *m, const char *where,
                            uint32_t stack)
 {
-    const char *kind = tlsan_kind_name(f->kind);
-    struct report *r;
-    if (f->n_tensors >= 2)
-        r = report_begin_named(kind, 1, "between '%s' and '%s' in %s", f->tensors[0], f->tensors[1],
-                               where);
-    else if (f->n_tensors == 1)
-        r = report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
-    else
-        r = report_begin_named(kind, 1, "in %s", where);
+    struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
     report_line(r, "  %s", f->message);

@@ -5,10 +5,12 @@
  * under the output lock, then recorded in the trace. A thread already building a report
  * gets NULL from report_begin (a report from inside a report's own stack walk). */
 #include "report.h"
+
 #include "depot.h"
 #include "out.h"
 #include "shim.h"
 #include "trace.h"
+#include "tlsan/check.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -184,4 +186,15 @@ void report_reinit_in_child(void)
     for (unsigned i = 0; i < REPORT_SLOTS; i++)
         atomic_store_explicit(&g_slots[i].busy, 0, memory_order_relaxed);
     t_in_report = 0;
+}
+
+struct report *report_begin_finding(const struct tlsan_finding *f, const char *where)
+{
+    const char *kind = tlsan_kind_name(f->kind);
+    if (f->n_tensors >= 2)
+        return report_begin_named(kind, 1, "between '%s' and '%s' in %s", f->tensors[0],
+                                  f->tensors[1], where);
+    if (f->n_tensors == 1)
+        return report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
+    return report_begin_named(kind, 1, "in %s", where);
 }

@@ -43,6 +43,11 @@ struct report *report_begin(enum shim_kind kind, int symbolize, const char *fmt,
 /* Same for a static checker kind by name ("live-overlap"), used at plan load. */
 struct report *report_begin_named(const char *kind, int symbolize, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Starts the report of a checker finding (a plan handed over, a ggml graph): the headline
+ * names its kind, its tensors and `where` ("plan 'x'"), symbolized. NULL as for
+ * report_begin(). */
+struct tlsan_finding;
+struct report *report_begin_finding(const struct tlsan_finding *f, const char *where);
 /* A free-form line (indented by the caller if wanted). */
 void report_line(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "TITLE:" then the stack's frames; "(no stack)" for id 0. Also recorded with the finding
