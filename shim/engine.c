@@ -1066,6 +1066,20 @@ void engine_heap_block_freed_slow(const void *p, size_t n)
               gone[i]->name ? gone[i]->name : "?", (void *)gone[i]->base, (ull)gone[i]->size);
 }
 
+/* Frees what an ended arena keeps about its bytes (intervals, live tensors, placements). */
+static void arena_free_tables(struct arena *a)
+{
+    for (size_t i = 0; i < a->n_iv; i++)
+        prov_unref(a->iv[i].prov);
+    free(a->iv);
+    free(a->live);
+    free(a->pl);
+    a->iv = NULL;
+    a->live = NULL;
+    a->pl = NULL;
+    a->n_iv = a->cap_iv = a->cap_live = a->n_pl = a->cap_pl = 0;
+}
+
 /* Drops the arenas whose memory was freed (mutex held): their tensors are unbound without
  * reading a byte, their lists go, and they stay on the list, dead, only so that their
  * tlsan_arena_destroy is quietly accepted (the warning was given at the free). */
@@ -1082,15 +1096,7 @@ static void reap_gone(void)
         a->n_live = 0;
         trace_arena_end(a->trace_id, 0);
         a->dead = true;
-        for (size_t i = 0; i < a->n_iv; i++)
-            prov_unref(a->iv[i].prov);
-        free(a->iv);
-        free(a->live);
-        free(a->pl);
-        a->iv = NULL;
-        a->live = NULL;
-        a->pl = NULL;
-        a->n_iv = a->cap_iv = a->cap_live = a->n_pl = a->cap_pl = 0;
+        arena_free_tables(a);
     }
 }
 
@@ -1198,15 +1204,7 @@ void tlsan_rt_arena_destroy(const void *base)
             break;
         }
     }
-    for (size_t i = 0; i < a->n_iv; i++)
-        prov_unref(a->iv[i].prov);
-    free(a->iv);
-    free(a->live);
-    free(a->pl);
-    a->iv = NULL;
-    a->live = NULL;
-    a->pl = NULL;
-    a->n_iv = a->cap_iv = a->cap_live = a->n_pl = a->cap_pl = 0;
+    arena_free_tables(a);
     unlock();
     work_done(&w);
 }
