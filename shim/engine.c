@@ -81,9 +81,13 @@ struct ival {
     struct prov *prov;
 };
 
+/* One byte range some tensor was bound to, with the first name seen there and how many
+ * names were: grouping by range keeps the walk over distinct ranges, which a planner keeps
+ * few, however many names (runs, tokens) pass through them. */
 struct place {
     const char *name;
     uint64_t lo, hi;
+    size_t n_names;
 };
 
 struct arena {
@@ -98,7 +102,7 @@ struct arena {
     size_t n_iv, cap_iv;
     struct tensor **live; /* live roots */
     size_t n_live, cap_live;
-    struct place *pl; /* checksum=shared: placements ever bound */
+    struct place *pl; /* checksum=shared: the ranges ever bound */
     size_t n_pl, cap_pl;
 };
 
@@ -1233,22 +1237,28 @@ static void note_placement(struct tensor *t)
     t->pl_arena = a;
     t->pl_lo = lo;
     t->pl_hi = hi;
-    bool seen = false;
+    bool exact = false;
     for (size_t i = 0; i < a->n_pl; i++) {
         struct place *p = &a->pl[i];
-        if (p->name == t->name) {
-            seen |= p->lo == lo && p->hi == hi;
-            continue;
-        }
         if (!overlaps(p->lo, p->hi, lo, hi))
             continue;
+        bool same_range = p->lo == lo && p->hi == hi;
+        exact |= same_range;
+        if (p->n_names == 1 && p->name == t->name)
+            continue; /* only this tensor's own earlier place */
+        /* Another name shares bytes with this one. A range holding two names or more had
+         * them all marked when its second came. */
         t->shared = true;
-        struct name *on = name_get(p->name, false);
-        if (on && on->t)
-            on->t->shared = true;
+        if (p->n_names == 1) {
+            struct name *on = name_get(p->name, false);
+            if (on && on->t)
+                on->t->shared = true;
+        }
+        if (same_range)
+            p->n_names++;
     }
-    if (!seen && hi > lo)
-        PUSH(a->pl, a->n_pl, a->cap_pl, (struct place){t->name, lo, hi});
+    if (!exact && hi > lo)
+        PUSH(a->pl, a->n_pl, a->cap_pl, (struct place){t->name, lo, hi, 1});
 }
 
 void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *addr,
