@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <xxhash.h>
@@ -131,6 +132,26 @@ out:
     return id;
 }
 
+/* The address range of libtlsan.so itself, found once (modules_find never allocates).
+ * False when this code is not in its own library (the unit tests link it into the test
+ * program, whose frames are all the user's). */
+static bool own_range(uintptr_t *lo, uintptr_t *hi)
+{
+    static _Atomic uintptr_t g_own_lo, g_own_hi;
+    uintptr_t h = atomic_load_explicit(&g_own_hi, memory_order_acquire);
+    if (!h) {
+        const struct shim_module *m = modules_find((uintptr_t)&own_range);
+        if (!m || !strstr(m->path, "libtlsan"))
+            return false;
+        atomic_store_explicit(&g_own_lo, m->base, memory_order_relaxed);
+        atomic_store_explicit(&g_own_hi, m->base + m->size_bytes, memory_order_release);
+        h = m->base + m->size_bytes;
+    }
+    *lo = atomic_load_explicit(&g_own_lo, memory_order_relaxed);
+    *hi = h;
+    return true;
+}
+
 __attribute__((noinline)) uint32_t depot_capture(unsigned skip)
 {
     unsigned depth = (unsigned)shim_opts()->stack_depth;
@@ -147,6 +168,12 @@ __attribute__((noinline)) uint32_t depot_capture(unsigned skip)
     t_capturing = 1;
     int n = unw_backtrace(buf, (int)want);
     t_capturing = 0;
+    /* A stack starts where the program called in: frames still inside libtlsan.so (a hook,
+     * an adapter's wrapper) say nothing to the user, whatever skip the caller guessed. */
+    uintptr_t lo, hi;
+    if (own_range(&lo, &hi))
+        while ((int)skip < n && (uintptr_t)buf[skip] >= lo && (uintptr_t)buf[skip] < hi)
+            skip++;
     if (n <= (int)skip)
         return 0;
     return depot_put((const uintptr_t *)(buf + skip), (unsigned)n - skip);
