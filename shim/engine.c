@@ -1947,14 +1947,7 @@ static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uin
     if (f->approximate)
         report_line(r, "  (approximate: judged on the union of branch paths)");
     report_stack(r, "plan loaded at", stack);
-    for (size_t i = 0; i < f->n_tensors; i++)
-        report_tensor(r, f->tensors[i]);
-    if (f->n_tensors >= 2)
-        report_end(r, "'%s' and '%s' in %s", f->tensors[0], f->tensors[1], where);
-    else if (f->n_tensors == 1)
-        report_end(r, "'%s' in %s", f->tensors[0], where);
-    else
-        report_end(r, "in %s", where);
+    report_end_finding(r, f, where);
 }
 
 int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes)

@@ -393,14 +393,7 @@ static void report_finding(const tlsan_finding *f, const struct gm_model *m, con
     op_line(r, m, f->op_index, "");
     op_line(r, m, f->op_index2, "not ordered before it: ");
     report_stack(r, "graph computed at", stack);
-    for (size_t i = 0; i < f->n_tensors; i++)
-        report_tensor(r, f->tensors[i]);
-    if (f->n_tensors >= 2)
-        report_end(r, "'%s' and '%s' in %s", f->tensors[0], f->tensors[1], where);
-    else if (f->n_tensors == 1)
-        report_end(r, "'%s' in %s", f->tensors[0], where);
-    else
-        report_end(r, "in %s", where);
+    report_end_finding(r, f, where);
 }
 
 /* ---- the check ---- */

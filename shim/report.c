@@ -198,3 +198,15 @@ struct report *report_begin_finding(const struct tlsan_finding *f, const char *w
         return report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
     return report_begin_named(kind, 1, "in %s", where);
 }
+
+void report_end_finding(struct report *r, const struct tlsan_finding *f, const char *where)
+{
+    for (size_t i = 0; i < f->n_tensors; i++)
+        report_tensor(r, f->tensors[i]);
+    if (f->n_tensors >= 2)
+        report_end(r, "'%s' and '%s' in %s", f->tensors[0], f->tensors[1], where);
+    else if (f->n_tensors == 1)
+        report_end(r, "'%s' in %s", f->tensors[0], where);
+    else
+        report_end(r, "in %s", where);
+}

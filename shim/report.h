@@ -48,6 +48,8 @@ struct report *report_begin_named(const char *kind, int symbolize, const char *f
  * report_begin(). */
 struct tlsan_finding;
 struct report *report_begin_finding(const struct tlsan_finding *f, const char *where);
+/* Names the finding's tensors and ends its report with a SUMMARY naming them and `where`. */
+void report_end_finding(struct report *r, const struct tlsan_finding *f, const char *where);
 /* A free-form line (indented by the caller if wanted). */
 void report_line(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "TITLE:" then the stack's frames; "(no stack)" for id 0. Also recorded with the finding
