@@ -669,7 +669,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "export") == 0)
         return cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
-        return run_command(argc - 2, argv + 2, argv[0]);
+        return run_command(argc - 2, argv + 2);
     if (strcmp(cmd, "import") == 0)
         return cmd_import(argc - 2, argv + 2);
     if (strcmp(cmd, "view") == 0)

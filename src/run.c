@@ -188,9 +188,8 @@ static void tally_descendants(tally *ty, const char *path)
     closedir(d);
 }
 
-int run_command(int argc, char **argv, const char *argv0)
+int run_command(int argc, char **argv)
 {
-    (void)argv0;
     const char *trace = NULL;
     char *options = NULL;
     int i = 0;

@@ -6,7 +6,7 @@
 #ifndef TLSAN_RUN_H
 #define TLSAN_RUN_H
 
-/* argv holds what follows "run"; argv0 is tlsan's own argv[0]. */
-int run_command(int argc, char **argv, const char *argv0);
+/* argv holds what follows "run" (the shim is found from /proc/self/exe). */
+int run_command(int argc, char **argv);
 
 #endif
