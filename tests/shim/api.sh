@@ -6,26 +6,11 @@
 # mode runs as a plain program; the trace starts with the magic and replays.
 # Usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
-bin=${1:?usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-progs=${4:?usage: api.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-export LC_ALL=C
-# Absolute paths: the test runs in a temporary directory.
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-shim=$(dirname "$bin")/libtlsan.so
-prog=$(cd "$progs" && pwd)/prog_api
-[ -f "$shim" ] || { echo "SKIP: no $shim"; exit 77; }
+. "$(dirname "$0")/lib/common.bash"
+shim_test_setup api.sh "$@"
+prog=$progs/prog_api
 [ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
 
 # run OPTIONS MODE: runs prog_api MODE under the shim; sets rc, out, err.
 run() {
@@ -35,21 +20,7 @@ run() {
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
 }
-expect_rc() {
-    if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stderr: $err)"; fi
-}
-expect_in() {
-    case "$1" in
-        *"$2"*) ok ;;
-        *) bad "$3: '$2' not in: $1" ;;
-    esac
-}
 # expect_count TEXT PATTERN N WHAT: PATTERN (grep -E) matches N lines of TEXT.
-expect_count() {
-    local n
-    n=$(printf '%s\n' "$1" | grep -cE -- "$2")
-    if [ "$n" = "$3" ]; then ok; else bad "$4: $n lines match '$2', want $3 in: $1"; fi
-}
 # expect_stack TEXT TITLE FUNC WHAT: the stack under "TITLE:" has FUNC in frame #0.
 expect_stack() {
     local frame

@@ -6,26 +6,10 @@
 # a NaN.
 # Usage: heap.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
-bin=${1:?usage: heap.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-progs=${4:?usage: heap.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-shim="$(dirname "$bin")/libtlsan.so"
-prog="$progs/prog_heap"
-export LC_ALL=C
-# Absolute paths: the test runs in a temporary directory.
-shim=$(cd "$(dirname "$shim")" && pwd)/libtlsan.so
-prog=$(cd "$(dirname "$prog")" && pwd)/$(basename "$prog")
-[ -f "$shim" ] || { echo "SKIP: no $shim"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
+. "$(dirname "$0")/lib/common.bash"
+shim_test_setup heap.sh "$@"
+prog=$progs/prog_heap
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
 
 # run OPTIONS MODE: runs prog_heap MODE under the shim; sets rc, out, err.
 run() {
@@ -34,15 +18,6 @@ run() {
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
 }
-expect_rc() {
-    if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stderr: $err)"; fi
-}
-expect_in() {
-    case "$1" in
-        *"$2"*) ok ;;
-        *) bad "$3: '$2' not in: $1" ;;
-    esac
-}
 expect_not_in() {
     case "$1" in
         *"$2"*) bad "$3: '$2' unexpectedly in: $1" ;;
@@ -50,11 +25,6 @@ expect_not_in() {
     esac
 }
 # expect_count TEXT PATTERN N WHAT: PATTERN (grep -E) matches N lines of TEXT.
-expect_count() {
-    local n
-    n=$(printf '%s\n' "$1" | grep -cE -- "$2")
-    if [ "$n" = "$3" ]; then ok; else bad "$4: $n lines match '$2', want $3 in: $1"; fi
-}
 # expect_match TEXT REGEX WHAT: some line of TEXT matches REGEX (grep -E).
 expect_match() {
     if printf '%s\n' "$1" | grep -qE -- "$2"; then ok; else bad "$3: no line matches '$2' in: $1"; fi

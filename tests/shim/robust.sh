@@ -10,29 +10,10 @@
 # the shim prints one line and passes through.
 # Usage: robust.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
-bin=${1:?usage: robust.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-src=${3:?usage: robust.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-progs=${4:?usage: robust.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
-shim="$(dirname "$bin")/libtlsan.so"
-prog="$progs/prog_robust"
-export LC_ALL=C
-# Absolute paths: the test runs in a temporary directory.
-src=$(cd "$src" && pwd)
-shim=$(cd "$(dirname "$shim")" && pwd)/libtlsan.so
-prog=$(cd "$(dirname "$prog")" && pwd)/$(basename "$prog")
-progs_abs=$(cd "$progs" && pwd)
-[ -f "$shim" ] || { echo "SKIP: no $shim"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
+. "$(dirname "$0")/lib/common.bash"
+shim_test_setup robust.sh "$@"
+prog=$progs/prog_robust
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
 # run OPTIONS CMD...: runs CMD under the shim; sets rc, out, err.
 run() {
     local opts=$1
@@ -42,17 +23,8 @@ run() {
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
 }
-expect_rc() {
-    if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stdout: $out; stderr: $err)"; fi
-}
 expect_eq() {
     if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
-expect_in() {
-    case "$1" in
-        *"$2"*) ok ;;
-        *) bad "$3: '$2' not in: $1" ;;
-    esac
 }
 
 cheap="trace=0:fill=0:quarantine_mb=0:redzone=0:stack_depth=0"
@@ -178,7 +150,7 @@ fi
 # block again; the shim claims the block before the capture, so that nested free is a no-op
 # and the outer one no invalid-free. (Before, about half the runs reported one.)
 for round in 1 2 3 4 5 6; do
-    run "trace=0" "$prog" dlopen-tls "$progs_abs/librobust_tls.so"
+    run "trace=0" "$prog" dlopen-tls "$progs/librobust_tls.so"
     expect_rc 0 "dlopen-tls (run $round)"
     expect_eq "$out" "dlopen-tls ok" "dlopen-tls (run $round)"
     expect_eq "$err" "" "dlopen-tls (run $round): no report"
