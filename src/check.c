@@ -386,6 +386,27 @@ static bool list_has(const tlsan_plan *p, uint32_t start, uint32_t n, uint32_t t
     return false;
 }
 
+/* Whether op k reads a byte of `out` through a tensor whose bytes differ from `in`'s: reading
+ * a concat while overwriting its first half in place is not in-place safe, however the pair
+ * is declared (plan-format.md, "Exception, in-place"). Returns that tensor, or NO_INDEX. */
+static uint32_t wider_read(const tlsan_plan *p, const op_rec *k, const tensor_rec *out,
+                           const tensor_rec *in)
+{
+    uint64_t os = out->abs_offset_bytes, oe = os + out->bytes;
+    uint32_t arena = p->tensors[out->root].arena;
+    for (uint32_t i = 0; i < k->n_reads; i++) {
+        uint32_t t = p->id_pool.v[k->reads_start + i];
+        const tensor_rec *r = &p->tensors[t];
+        uint64_t rs = r->abs_offset_bytes, re = rs + r->bytes;
+        if (p->tensors[r->root].arena != arena || r->bytes == 0 || out->bytes == 0 || rs >= oe ||
+            os >= re)
+            continue; /* an empty range intersects nothing */
+        if (rs != in->abs_offset_bytes || r->bytes != in->bytes)
+            return t;
+    }
+    return NO_INDEX;
+}
+
 /* The in-place exception of plan-format.md on the current path. */
 static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, life la, life lb)
 {
@@ -398,6 +419,8 @@ static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, 
             !list_has(p, k->writes_start, k->n_writes, d->out))
             continue;
         if (out->abs_offset_bytes != in->abs_offset_bytes || out->bytes != in->bytes)
+            continue;
+        if (wider_read(p, k, out, in) != NO_INDEX)
             continue;
         if (!op_runs(&c->ps, d->op))
             continue;
@@ -424,12 +447,16 @@ static void inplace_why(const checker *c, const inplace_decl *d, uint32_t a, lif
     const tensor_rec *out = &p->tensors[d->out], *in = &p->tensors[d->in];
     const char *kn = oname(p, d->op), *on = tname(p, d->out), *inn = tname(p, d->in);
     life lin = in->root == a ? la : lb, lout = out->root == a ? la : lb;
+    uint32_t wide;
     if (!list_has(p, k->reads_start, k->n_reads, d->in))
         snprintf(buf, n, "op '%s' does not read '%s'", kn, inn);
     else if (!list_has(p, k->writes_start, k->n_writes, d->out))
         snprintf(buf, n, "op '%s' does not write '%s'", kn, on);
     else if (out->abs_offset_bytes != in->abs_offset_bytes || out->bytes != in->bytes)
         snprintf(buf, n, "'%s' and '%s' do not cover the same bytes", on, inn);
+    else if ((wide = wider_read(p, k, out, in)) != NO_INDEX)
+        snprintf(buf, n, "op '%s' reads bytes of '%s' through '%s', which is not '%s'", kn, on,
+                 tname(p, wide), inn);
     else if (c->ps.all_run && k->n_cond)
         snprintf(buf, n, "op '%s' is conditional and the paths were too many to tell", kn);
     else if (!op_runs(&c->ps, d->op))

@@ -167,6 +167,51 @@ static void test_inplace_residual(void **state)
     inplace_case(true);
 }
 
+/* inplace-wider-read and inplace-disjoint-read-ok: `sum` overwrites `lo`, the first half of
+ * `cat`, in place; reading all of `cat` at that op is not excused, reading only `lo` and the
+ * other half `hi` is. */
+static void inplace_concat_case(bool wider)
+{
+    tlsan_plan *p = frame();
+    root(p, "x", 4096, "a0", 0, TLSAN_TENSOR_INPUT);
+    root(p, "cat", 8192, "a0", 4096, 0);
+    tlsan_tensor_desc v = {0};
+    v.name = "lo";
+    v.bytes = 4096;
+    v.view_of = "cat";
+    add_tensor(p, &v);
+    v.name = "hi";
+    v.view_offset_bytes = 4096;
+    add_tensor(p, &v);
+    root(p, "sum", 4096, "a0", 4096, 0);
+    root(p, "y", 4096, "a0", 12288, TLSAN_TENSOR_OUTPUT);
+    op(p, "left", NAMES("x"), NAMES("lo"));
+    op(p, "right", NAMES("x"), NAMES("hi"));
+    tlsan_op_desc d = {0};
+    d.name = "sum_op";
+    d.reads = wider ? NAMES("cat", "lo") : NAMES("lo", "hi");
+    d.n_reads = 2;
+    d.writes = NAMES("sum");
+    d.n_writes = 1;
+    d.inplace = NAMES("sum", "lo");
+    d.n_inplace = 1;
+    add_op(p, &d);
+    op(p, "out", NAMES("sum"), NAMES("y"));
+    expect(p, wider ? NAMES("bad-inplace cat sum") : NONE);
+}
+
+static void test_inplace_wider_read(void **state)
+{
+    (void)state;
+    inplace_concat_case(true);
+}
+
+static void test_inplace_disjoint_read_ok(void **state)
+{
+    (void)state;
+    inplace_concat_case(false);
+}
+
 /* async-missing-event / async-with-event: a copy stream reads `a` while main reuses its
  * bytes for `b`; only the event back to main orders them. */
 static void async_case(bool with_event)
@@ -596,13 +641,22 @@ static void test_shared_cases(void **state)
 int main(void)
 {
     const struct CMUnitTest hand_built[] = {
-        cmocka_unit_test(test_overlap_basic),         cmocka_unit_test(test_inplace_ok),
-        cmocka_unit_test(test_inplace_residual),      cmocka_unit_test(test_async_missing_event),
-        cmocka_unit_test(test_async_with_event),      cmocka_unit_test(test_dataflow_reorder),
-        cmocka_unit_test(test_dataflow_with_after),   cmocka_unit_test(test_branch_union_needed),
-        cmocka_unit_test(test_loop_carried),          cmocka_unit_test(test_loop_local_ok),
-        cmocka_unit_test(test_view_keeps_base_alive), cmocka_unit_test(test_read_before_write),
-        cmocka_unit_test(test_layout_errors),         cmocka_unit_test(test_size_undersized),
+        cmocka_unit_test(test_overlap_basic),
+        cmocka_unit_test(test_inplace_ok),
+        cmocka_unit_test(test_inplace_residual),
+        cmocka_unit_test(test_inplace_wider_read),
+        cmocka_unit_test(test_inplace_disjoint_read_ok),
+        cmocka_unit_test(test_async_missing_event),
+        cmocka_unit_test(test_async_with_event),
+        cmocka_unit_test(test_dataflow_reorder),
+        cmocka_unit_test(test_dataflow_with_after),
+        cmocka_unit_test(test_branch_union_needed),
+        cmocka_unit_test(test_loop_carried),
+        cmocka_unit_test(test_loop_local_ok),
+        cmocka_unit_test(test_view_keeps_base_alive),
+        cmocka_unit_test(test_read_before_write),
+        cmocka_unit_test(test_layout_errors),
+        cmocka_unit_test(test_size_undersized),
     };
     const struct CMUnitTest files[] = {
         cmocka_unit_test(test_shared_cases),

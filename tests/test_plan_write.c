@@ -505,12 +505,12 @@ static void test_round_trip_shared_cases(void **state)
         tlsan_cache_free(cache);
     }
     closedir(d);
-    /* The corpus as of this writing: 28 files, one invalid (invalid-unknown-tensor), one
-     * cache of 3 plans (cache-collision), so 26 + 3 plans. */
-    assert_int_equal(n_files, 28);
+    /* The corpus as of this writing: 30 files, one invalid (invalid-unknown-tensor), one
+     * cache of 3 plans (cache-collision), so 28 + 3 plans. */
+    assert_int_equal(n_files, 30);
     assert_int_equal(n_invalid, 1);
     assert_int_equal(n_caches, 1);
-    assert_int_equal(n_plans, 29);
+    assert_int_equal(n_plans, 31);
 }
 
 /* Every real TVM graph, imported, written and read back: what `tlsan import tvm -o` gives

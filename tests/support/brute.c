@@ -431,13 +431,36 @@ static bool declared_pair(const brute *b, uint32_t x, uint32_t y)
 
 /* spec: "Exception, in-place: op `k` declares `[out, in]` (the pair is matched to the
  * conflicting roots through their storage roots), lists `in` in its `reads` and `out` in its
- * `writes`, `out` and `in` cover the same bytes, and on the path at hand `k` runs and the two
+ * `writes`, `out` and `in` cover the same bytes, `k` reads no byte of `out` through a tensor
+ * whose bytes differ from `in`'s (...), and on the path at hand `k` runs and the two
  * roots' lifetimes meet only at step `k` (the input's root is last accessed at `k`, the
  * output's first accessed at `k`)."
  * Reading: "lists `in` in its `reads`" means the tensor `in` itself (a view of it or its base
  * does not count); "cover the same bytes" compares the two declared tensors' absolute byte
  * ranges [offset, offset + bytes); "last/first accessed" are the ends of the lifetimes
  * (with the input/output steps and the loop rule). */
+/* spec: "`k` reads no byte of `out` through a tensor whose bytes differ from `in`'s".
+ * Reading: any tensor in k's `reads` (a view or a root) in out's arena whose absolute range
+ * [offset, offset + bytes) intersects out's and is not exactly in's range. */
+static bool reads_out_elsewhere(const brute *b, const op_rec *o, uint32_t out, uint32_t in)
+{
+    const tlsan_plan *p = b->p;
+    uint64_t os = abs_offset(b, out), oe = os + p->tensors[out].bytes;
+    uint64_t is = abs_offset(b, in), ie = is + p->tensors[in].bytes;
+    uint32_t arena = p->tensors[root_of(b, out)].arena;
+    if (p->tensors[out].bytes == 0)
+        return false;
+    for (uint32_t i = 0; i < o->n_reads; i++) {
+        uint32_t r = p->id_pool.v[o->reads_start + i];
+        if (p->tensors[root_of(b, r)].arena != arena || p->tensors[r].bytes == 0)
+            continue;
+        uint64_t rs = abs_offset(b, r), re = rs + p->tensors[r].bytes;
+        if (rs < oe && os < re && (rs != is || re != ie))
+            return true;
+    }
+    return false;
+}
+
 static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *lf)
 {
     const tlsan_plan *p = b->p;
@@ -456,6 +479,8 @@ static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *l
                 continue;
             if (abs_offset(b, out) != abs_offset(b, in) ||
                 p->tensors[out].bytes != p->tensors[in].bytes)
+                continue;
+            if (reads_out_elsewhere(b, o, out, in))
                 continue;
             if (lf[ri].last == (int64_t)k && lf[ro].first == (int64_t)k)
                 return true;
