@@ -1,6 +1,7 @@
 /* trace_dir: listing the traces of a directory. */
 #include "trace_dir.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -31,12 +32,35 @@ static bool is_trace_name(const char *name)
     return name[0] != '.' && len > 6 && strcmp(name + len - 6, ".trace") == 0;
 }
 
-/* Orders the paths by their file names (they share the directory). */
+/* The process id and image number of a name the shim gives, tlsan.PID.trace (image 1) or
+ * tlsan.PID.N.trace; false for any other name. */
+static bool shim_name(const char *name, unsigned long *pid, unsigned long *image)
+{
+    char *end;
+    if (strncmp(name, "tlsan.", 6) != 0 || !isdigit((unsigned char)name[6]))
+        return false;
+    *pid = strtoul(name + 6, &end, 10);
+    *image = 1;
+    if (*end == '.' && isdigit((unsigned char)end[1]))
+        *image = strtoul(end + 1, &end, 10);
+    return strcmp(end, ".trace") == 0;
+}
+
+/* Orders the paths by their file names (they share the directory): the shim's names by
+ * process id, then image; other names after them, in version order. */
 static int by_name(const void *a, const void *b)
 {
     const char *x = *(char *const *)a, *y = *(char *const *)b;
     const char *xs = strrchr(x, '/'), *ys = strrchr(y, '/');
-    return strverscmp(xs ? xs + 1 : x, ys ? ys + 1 : y);
+    xs = xs ? xs + 1 : x;
+    ys = ys ? ys + 1 : y;
+    unsigned long xp, xi, yp, yi;
+    bool xn = shim_name(xs, &xp, &xi), yn = shim_name(ys, &yp, &yi);
+    if (xn != yn)
+        return xn ? -1 : 1;
+    if (xn && (xp != yp || xi != yi))
+        return xp != yp ? (xp < yp ? -1 : 1) : (xi < yi ? -1 : 1);
+    return strverscmp(xs, ys);
 }
 
 int trace_dir_list(const char *dir, trace_list *out)

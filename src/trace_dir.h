@@ -9,9 +9,10 @@
 #include <stddef.h>
 
 /* The paths of a directory's traces: DIR/NAME for each regular file NAME ending in
- * ".trace" (a dot file is not one), in version order of the names (tlsan.99.trace before
- * tlsan.100.trace, tlsan.7.trace before tlsan.7.2.trace), so a run's processes come in
- * order of their ids. The list owns its strings. */
+ * ".trace" (a dot file is not one; nor is a directory). The shim's names come first, by
+ * process id then image (tlsan.99.trace, tlsan.99.2.trace, tlsan.100.trace), so a run's
+ * processes come in order of their ids; other names follow in version order. The list owns
+ * its strings. */
 typedef struct trace_list {
     char **paths;
     size_t n;
