@@ -465,7 +465,7 @@ __attribute__((noinline)) static void check_graph(struct ggml_cgraph *graph)
     }
     if (shim_opts()->ggml_plan_path[0])
         write_plan(plan);
-    if (shim_opts()->trace)
+    if (trace_wanted())
         trace_graph(plan, stack);
     if (tlsan_check(plan, NULL, &rep) != TLSAN_OK) {
         out_printf("==%d==tlsan: ggml: cannot check %s\n", (int)getpid(), where);

@@ -14,8 +14,10 @@ enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL 
     X(BOOL, halt_on_error, 0, "exit with `exitcode` right after the first finding")                \
     X(INT, exitcode, 1, "exit status of a process that had findings")                              \
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
-    X(STR, trace_path, "", "trace file (default tlsan.PID.trace; adds .PID if in use or forked)")  \
-    X(BOOL, trace, 1, "record a trace at all")                                                     \
+    X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
+    X(STR, trace_path, "",                                                                         \
+      "trace file (a forked child, or one finding it taken, writes FILE.PID)")                     \
+    X(STR, trace_dir, "", "write traces as DIR/tlsan.PID.trace (default: $TLSAN_TRACE_DIR)")       \
     X(SIZE, quarantine_mb, 64, "megabytes of freed blocks held back before reuse (0: none)")       \
     X(BOOL, fill, 1, "fill freed blocks and released tensors with the NaN sentinel")               \
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \

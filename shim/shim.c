@@ -133,15 +133,14 @@ static void fork_child(void)
     report_reinit_in_child();
     t_tid = 0;
     out_open_log(g_opts.log_path);
-    if (g_opts.trace)
-        trace_reopen_in_child();
+    trace_reopen_in_child();
 }
 
 static void print_active_line(void)
 {
     static const char *const shown[] = {
-        "quarantine_mb", "fill",          "redzone",  "stack_depth", "checksum",
-        "trace",         "halt_on_error", "exitcode", "log_path",    "trace_path"};
+        "quarantine_mb", "fill",     "redzone",  "stack_depth", "checksum", "trace",
+        "halt_on_error", "exitcode", "log_path", "trace_path",  "trace_dir"};
     char buf[1024];
     struct outbuf b = {buf, 0, sizeof buf};
     out_appendf(&b, "==%d==tlsan: active (", (int)getpid());
@@ -189,8 +188,7 @@ static void init_once(void)
         atomic_store_explicit(&g_state, SHIM_OFF, memory_order_release);
         return;
     }
-    if (g_opts.trace)
-        trace_open();
+    trace_open();
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
         shim_fail("pthread_atfork failed");
         return;
@@ -259,8 +257,7 @@ __attribute__((destructor)) static void shim_destructor(void)
                    (unsigned long long)st.quarantine_blocks,
                    (unsigned long long)st.quarantine_bytes);
     }
-    if (g_opts.trace)
-        trace_close(n);
+    trace_close(n);
     if (entered)
         shim_leave();
     if (n) {

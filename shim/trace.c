@@ -1,8 +1,10 @@
 /* trace.c - the trace writer (docs/trace-format.md).
  *
- * The file is mapped MAP_SHARED and grown in 1 MiB steps (fallocate, so a full disk is an
- * error here and not a SIGBUS later), so every record is in the page cache as soon as it is
- * written: a crash, _exit or SIGKILL loses nothing that was completed. A record is written
+ * The file is created at the first record, never before: a process with nothing to record
+ * (no annotation, no finding) leaves no file. It is mapped MAP_SHARED and grown from 4 KiB
+ * by doubling, then in 1 MiB steps (fallocate, so a full disk is an error here and not a
+ * SIGBUS later), so every record is in the page cache as soon as it is written: a crash,
+ * _exit or SIGKILL loses nothing that was completed. A record is written
  * payload first and its tag byte last (a release store): a record cut short by a crash
  * still has tag 0 there, which readers take as the end of the trace.
  *
@@ -26,6 +28,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -34,8 +37,13 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#define TRACE_FIRST       ((size_t)4 << 10)
 #define TRACE_STEP        ((size_t)1 << 20)
 #define TRACE_HEADER_SIZE 32
+#define TRACE_TARGET_MAX  4096
+
+/* Where the trace goes (trace_open). */
+enum { WHERE_NONE, WHERE_DIR, WHERE_FILE };
 
 enum {
     TAG_STRING = 1,
@@ -82,6 +90,11 @@ static struct {
     size_t strs_cap, strs_n;
     uint32_t next_string, next_module, next_stack, next_arena;
     struct idmap stacks, modules;
+    int where;                     /* WHERE_*: NONE when no trace is asked for */
+    char target[TRACE_TARGET_MAX]; /* the directory or the file, made absolute */
+    bool child;                    /* a forked child: a trace_path FILE becomes FILE.PID */
+    bool tried;                    /* the file was created, or creating it failed */
+    uint64_t start_ns;             /* when this process (or forked child) started */
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* The trace's mutex, counted as a held lock (lock.h): an allocation from a signal handler
@@ -163,14 +176,26 @@ static bool fd_ok_locked(void)
     return false;
 }
 
-/* Makes room for `need` more bytes at T.pos (growing file and mapping in 1 MiB steps). */
+/* The file size that holds `bytes`: 4 KiB doubled up to 1 MiB, then whole MiBs. A short
+ * trace (a few findings of a process that then dies without cutting its file) stays small;
+ * a long one is remapped once per MiB. */
+static size_t size_for(size_t bytes)
+{
+    size_t s = TRACE_FIRST;
+    while (s < bytes && s < TRACE_STEP)
+        s *= 2;
+    return s >= bytes ? s : (bytes + TRACE_STEP - 1) / TRACE_STEP * TRACE_STEP;
+}
+
+/* Makes room for `need` more bytes at T.pos (growing file and mapping, see size_for; the
+ * first call maps the new file). */
 static bool ensure_room(size_t need)
 {
     if (T.pos + need <= T.map_size)
         return true;
     if (!fd_ok_locked())
         return false;
-    size_t want = (T.pos + need + TRACE_STEP - 1) / TRACE_STEP * TRACE_STEP;
+    size_t want = size_for(T.pos + need);
     int r = fallocate(T.fd, 0, (off_t)T.map_size, (off_t)(want - T.map_size));
     if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
         r = ftruncate(T.fd, (off_t)want);
@@ -178,7 +203,8 @@ static bool ensure_room(size_t need)
         trace_off_locked("cannot grow the trace file", errno);
         return false;
     }
-    void *m = mremap(T.map, T.map_size, want, MREMAP_MAYMOVE);
+    void *m = T.map ? mremap(T.map, T.map_size, want, MREMAP_MAYMOVE)
+                    : mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, T.fd, 0);
     if (m == MAP_FAILED) {
         trace_off_locked("cannot map the trace file", errno);
         return false;
@@ -463,16 +489,27 @@ static void reset_tables(void)
     T.next_string = T.next_module = T.next_stack = T.next_arena = 0;
 }
 
-static void fmt_path(char *buf, size_t cap, const char *base, int pid, bool child)
+static uint64_t now_ns(void)
 {
-    struct outbuf b = {buf, 0, cap - 1};
-    if (!base[0])
-        out_appendf(&b, "tlsan.%d.trace", pid);
-    else if (child)
-        out_appendf(&b, "%s.%d", base, pid);
-    else
-        out_appendf(&b, "%s", base);
-    buf[b.len] = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Copies path into T.target, made absolute against the working directory of now: the file
+ * is created only at the first record, after the program may have changed directory. */
+static void set_target(const char *path)
+{
+    struct outbuf b = {T.target, 0, sizeof T.target - 1};
+    if (path[0] != '/' && getcwd(T.target, sizeof T.target - 2)) {
+        b.len = strlen(T.target);
+        if (strcmp(path, ".") == 0)
+            path = "";
+        else if (b.len && T.target[b.len - 1] != '/')
+            out_appendf(&b, "/");
+    }
+    out_appendf(&b, "%s", path);
+    T.target[b.len] = '\0';
 }
 
 /* Opens path for writing without truncating it and takes an exclusive flock on it. Returns
@@ -489,26 +526,47 @@ static int open_locked_file(const char *path)
     return fd;
 }
 
-/* Opens path, maps the first step and writes the header. Lock held. */
-static int open_locked(bool child)
+/* Does fd hold a trace that started after this process did? That one is a descendant's (a
+ * program this process ran, which took the free FILE while this process had not written a
+ * record yet) or a concurrent process's: it is not this process's to overwrite. */
+static bool holds_later_trace(int fd)
+{
+    unsigned char h[TRACE_HEADER_SIZE];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, "TLSANTRC", 8) != 0)
+        return false;
+    uint64_t start = 0;
+    for (int i = 7; i >= 0; i--)
+        start = start << 8 | h[24 + i];
+    return start > T.start_ns;
+}
+
+/* trace_path=FILE: FILE, or FILE.PID for a forked child and for a process that finds FILE
+ * taken (see holds_later_trace; a locked file is another process's by the lock). The lock
+ * is held until the process ends, and only its holder truncates. Returns the fd, or -1
+ * after one line. */
+static int open_file_target(char *path, size_t cap)
 {
     const struct shim_options *o = shim_opts();
-    if (!o->trace)
-        return 0;
-    char path[300];
     int pid = (int)getpid();
-    fmt_path(path, sizeof path, o->trace_path, pid, child);
-    /* Two processes must never write one file: the second would cut it under the first's
-     * mapping (SIGBUS). The file is opened without O_TRUNC and locked (flock, held until
-     * trace_close); a process that finds FILE locked (by a process it fork+exec'd from, or an
-     * unrelated one given the same trace_path) writes FILE.PID, as a forked child does. Only
-     * the lock's holder truncates. */
-    int fd = open_locked_file(path);
-    if (fd == -2 && !child && o->trace_path[0]) {
-        fmt_path(path, sizeof path, o->trace_path, pid, true);
-        if (o->verbosity >= 1)
-            out_printf("==%d==tlsan: trace file %s is in use by another process; writing %s\n", pid,
-                       o->trace_path, path);
+    struct outbuf b = {path, 0, cap - 1};
+    int fd = -2;
+    if (!T.child) {
+        out_appendf(&b, "%s", T.target);
+        path[b.len] = '\0';
+        fd = open_locked_file(path);
+        if (fd >= 0 && holds_later_trace(fd)) {
+            close(fd);
+            fd = -2;
+        }
+        if (fd == -2 && o->verbosity >= 1)
+            out_printf("==%d==tlsan: trace file %s is in use by another process; writing "
+                       "%s.%d\n",
+                       pid, T.target, T.target, pid);
+    }
+    if (fd == -2) {
+        b.len = 0;
+        out_appendf(&b, "%s.%d", T.target, pid);
+        path[b.len] = '\0';
         fd = open_locked_file(path);
     }
     if (fd == -2) {
@@ -519,53 +577,133 @@ static int open_locked(bool child)
         out_printf("tlsan: cannot open trace file %s: %s; tracing off\n", path, errno_text(errno));
         return -1;
     }
-    int r = ftruncate(fd, 0);
-    if (r == 0)
-        r = fallocate(fd, 0, 0, (off_t)TRACE_STEP);
-    if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
-        r = ftruncate(fd, (off_t)TRACE_STEP);
-    void *m =
-        r == 0 ? mmap(NULL, TRACE_STEP, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-    if (m == MAP_FAILED) {
-        out_printf("tlsan: cannot size or map trace file %s: %s; tracing off\n", path,
+    if (ftruncate(fd, 0) != 0) {
+        out_printf("tlsan: cannot truncate trace file %s: %s; tracing off\n", path,
                    errno_text(errno));
         close(fd);
         return -1;
     }
-    T.fd = out_fd_park(fd, &T.fd_id);
-    T.map = m;
-    T.map_size = TRACE_STEP;
-    reset_tables();
+    return fd;
+}
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+/* trace_dir=DIR: a new file DIR/tlsan.PID.trace, or DIR/tlsan.PID.N.trace (N = 2, 3, ...)
+ * when that name is taken (an earlier program this process exec'd from, or a PID used
+ * again). O_EXCL: a file is only ever written by the process that created it. DIR is
+ * created when missing (one level). Returns the fd, or -1 after one line. */
+static int open_dir_target(char *path, size_t cap)
+{
+    int pid = (int)getpid();
+    bool made = false;
+    for (unsigned n = 1; n <= 1000; n++) {
+        struct outbuf b = {path, 0, cap - 1};
+        if (n == 1)
+            out_appendf(&b, "%s/tlsan.%d.trace", T.target, pid);
+        else
+            out_appendf(&b, "%s/tlsan.%d.%u.trace", T.target, pid, n);
+        path[b.len] = '\0';
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno == ENOENT && !made) {
+            made = true;
+            if (mkdir(T.target, 0777) == 0 || errno == EEXIST) {
+                n--;
+                continue;
+            }
+            errno = ENOENT;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    out_printf("tlsan: cannot create a trace file in %s (%s): %s; tracing off\n", T.target, path,
+               errno_text(errno));
+    return -1;
+}
+
+/* Creates the trace file, maps it and writes the header: at the first record, so a process
+ * with nothing to record (no annotation, no finding) leaves no file. Lock held. */
+static void open_locked(void)
+{
+    char path[sizeof T.target + 64];
+    int fd = T.where == WHERE_DIR ? open_dir_target(path, sizeof path)
+                                  : open_file_target(path, sizeof path);
+    if (fd < 0)
+        return;
+    T.fd = out_fd_park(fd, &T.fd_id);
+    T.map = NULL;
+    T.map_size = T.pos = 0;
+    reset_tables();
+    if (!ensure_room(TRACE_HEADER_SIZE)) { /* said why */
+        if (T.fd >= 0)
+            close(T.fd);
+        T.fd = -1;
+        return;
+    }
     unsigned char *h = T.map;
     memcpy(h, "TLSANTRC", 8);
     put_le(h + 8, 1, 2);
     h[10] = (unsigned char)sizeof(void *);
     h[11] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1 : 2;
     put_le(h + 12, TRACE_HEADER_SIZE, 4);
-    put_le(h + 16, (uint32_t)pid, 4);
+    put_le(h + 16, (uint32_t)getpid(), 4);
     put_le(h + 20, (uint32_t)getppid(), 4);
-    put_le(h + 24, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, 8);
+    put_le(h + 24, T.start_ns, 8);
     T.pos = TRACE_HEADER_SIZE;
     T.on = true;
-    return 0;
 }
 
-int trace_open(void)
+/* Before a record: the file exists (created now when a trace is wanted and not tried yet). */
+static bool ready_locked(void)
+{
+    if (T.on)
+        return true;
+    if (T.where == WHERE_NONE || T.tried)
+        return false;
+    T.tried = true;
+    open_locked();
+    return T.on;
+}
+
+bool trace_open(void)
+{
+    const struct shim_options *o = shim_opts();
+    trace_lock();
+    if (!T.on) {
+        const char *dir = o->trace_dir[0] ? o->trace_dir : getenv("TLSAN_TRACE_DIR");
+        T.where = WHERE_NONE;
+        T.tried = false;
+        T.child = false;
+        T.start_ns = now_ns();
+        if (o->trace == 0) {
+            /* asked for none */
+        } else if (o->trace_path[0]) {
+            T.where = WHERE_FILE;
+            set_target(o->trace_path);
+        } else if (dir && dir[0]) {
+            T.where = WHERE_DIR;
+            set_target(dir);
+        } else if (o->trace > 0) {
+            T.where = WHERE_DIR;
+            set_target(".");
+        }
+    }
+    bool wanted = T.where != WHERE_NONE;
+    trace_unlock();
+    return wanted;
+}
+
+bool trace_wanted(void)
 {
     trace_lock();
-    int r = T.on ? 0 : open_locked(false);
+    bool wanted = T.on || (T.where != WHERE_NONE && !T.tried);
     trace_unlock();
-    return r;
+    return wanted;
 }
 
 void trace_reopen_in_child(void)
 {
     /* Another thread of the parent may have held the lock at fork: it does not exist here. */
     pthread_mutex_init(&T.lock, NULL);
-    bool was_open = T.map != NULL;
     if (T.map)
         munmap(T.map, T.map_size);
     if (T.fd >= 0 && out_fd_still(T.fd, &T.fd_id))
@@ -575,8 +713,10 @@ void trace_reopen_in_child(void)
     T.fd = -1;
     T.on = false;
     reset_tables();
-    if (was_open)
-        open_locked(true);
+    /* The child's own file, if it ever records anything. */
+    T.child = true;
+    T.tried = false;
+    T.start_ns = now_ns();
 }
 
 void trace_close(uint64_t n_findings)
@@ -597,6 +737,7 @@ void trace_close(uint64_t n_findings)
     T.map_size = 0;
     T.fd = -1;
     T.on = false;
+    T.where = WHERE_NONE; /* a record after the end (a late destructor) starts no new file */
     trace_unlock();
 }
 
@@ -605,7 +746,7 @@ void trace_close(uint64_t n_findings)
 #define LOCKED(...)                                                                                \
     do {                                                                                           \
         trace_lock();                                                                              \
-        if (T.on) {                                                                                \
+        if (ready_locked()) {                                                                      \
             __VA_ARGS__                                                                            \
         }                                                                                          \
         trace_unlock();                                                                            \

@@ -4,16 +4,27 @@
 #ifndef TLSAN_SHIM_TRACE_H
 #define TLSAN_SHIM_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Opens the trace for this process (path from options, or tlsan.PID.trace). Returns 0, or
- * -1 after printing one line (tracing then stays off). */
-int trace_open(void);
-/* In a forked child: opens the child's own trace (FILE.PID / tlsan.PID.trace), drops the
- * parent's mapping and ids; modules and stacks go out again as records first use them. */
+/* Decides where this process's trace goes, from the options: nowhere by default or with
+ * trace=0; trace_path=FILE (FILE, or FILE.PID for a forked child or when FILE is another
+ * process's); trace_dir=DIR, else the environment's TLSAN_TRACE_DIR (set by `tlsan run`),
+ * else with trace=1 the working directory: DIR/tlsan.PID.trace, a new file (.PID.N.trace
+ * when taken). Relative paths are resolved now. Nothing is created until the first record,
+ * so a process that records nothing leaves no file; a file that cannot be created then
+ * costs one line and turns tracing off. Returns whether a trace is asked for. */
+bool trace_open(void);
+/* In a forked child: drops the parent's mapping and ids; the child's own trace (FILE.PID or
+ * DIR/tlsan.PID.trace) is created at its first record, and modules and stacks go out again
+ * as records first use them. */
 void trace_reopen_in_child(void);
-/* Writes END and cuts the file to its length. */
+/* Whether records are kept (a trace is asked for and has not failed or ended): lets a caller
+ * skip building a costly record nobody keeps. */
+bool trace_wanted(void);
+/* Writes END and cuts the file to its length (when one was created). Records after it are
+ * dropped. */
 void trace_close(uint64_t n_findings);
 
 /* String id for text (interned: the same text gets the same id; 0 for NULL). */

@@ -4,9 +4,10 @@
  *               [--max-paths N] PLAN...
  *   tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE
  *   tlsan import tvm GRAPH.json [-o PLAN.json]
- *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize] TRACE...
- *   tlsan export TRACE [-o PLAN.json]
- *   tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...
+ *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize]
+ *                TRACE|DIR...
+ *   tlsan export TRACE|DIR [-o PLAN.json]
+ *   tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...
  *   tlsan help | --help | --version
  *
  * Exit status (plan-format.md): 0 no finding, 1 at least one finding, 2 an input that is not
@@ -15,6 +16,7 @@
 #include "replay.h"
 #include "report.h"
 #include "run.h"
+#include "trace_dir.h"
 #include "trace_read.h"
 #include "view.h"
 #include "tlsan/check.h"
@@ -38,9 +40,10 @@ static const char usage_text[] =
     "       tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE\n"
     "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
     "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
-    "                    [--no-symbolize] TRACE...\n"
-    "       tlsan export TRACE [-o PLAN.json]\n"
-    "       tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
+    "                    [--no-symbolize] TRACE|DIR...\n"
+    "       tlsan export TRACE|DIR [-o PLAN.json]\n"
+    "       tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...]\n"
+    "                 -- CMD [ARGS...]\n"
     "       tlsan --help | --version\n"
     "\n"
     "tlsan, the Tensor Lifetime Sanitizer, proves a memory plan safe or reports each\n"
@@ -54,8 +57,10 @@ static const char usage_text[] =
     "                      page: tensors over steps and bytes, conflicts in red\n"
     "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
     "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
-    "                      and check it, with every plan the engine handed over\n"
+    "                      and check it, with every plan the engine handed over; a\n"
+    "                      directory (tlsan run's) replays each process's trace in it\n"
     "  export TRACE        write the plan a recorded run performed, in the plan format\n"
+    "                      (a directory must hold exactly one trace)\n"
     "  run -- CMD ARGS     run a program under libtlsan.so, print its reports and a\n"
     "                      summary; exit with `exitcode` (default 1) when anything was\n"
     "                      found, else with the program's own status\n"
@@ -77,7 +82,9 @@ static const char usage_text[] =
     "  -o, --output FILE   write the plan to FILE instead of standard output\n"
     "\n"
     "Options of run:\n"
-    "  --trace FILE        where the run's trace goes (default tlsan.PID.trace)\n"
+    "  --trace-dir DIR     where every process's trace goes, DIR/tlsan.PID.trace (default:\n"
+    "                      a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary)\n"
+    "  --trace FILE        the program's trace is FILE, its descendants' FILE.PID\n"
     "  --options K=V:...   TLSAN_OPTIONS for the run (added after the environment's);\n"
     "                      run with --options help=1 to list them\n"
     "\n"
@@ -435,6 +442,65 @@ static int write_one(const check_args *args, const input *in, FILE *out, bool co
     return report_write_text(in->report, in->label, &topt, out);
 }
 
+/* The traces of a directory given to replay or export (a run directory of `tlsan run`).
+ * Returns 0, or EXIT_INVALID after a message when it cannot be read or holds none. */
+static int list_trace_dir(const char *dir, trace_list *l)
+{
+    if (trace_dir_list(dir, l) != 0) {
+        fprintf(stderr, "tlsan: error: %s: cannot read the directory: %s\n", dir, strerror(errno));
+        return EXIT_INVALID;
+    }
+    if (l->n == 0) {
+        fprintf(stderr, "tlsan: error: %s: no traces (*.trace) in this directory\n", dir);
+        return EXIT_INVALID;
+    }
+    return EXIT_CLEAN;
+}
+
+/* replay DIR: each directory among the inputs becomes its traces, in process order (one
+ * report each). *owned keeps the paths made. Returns the worst status of listing. */
+static int expand_trace_dirs(check_args *args, trace_list *owned)
+{
+    int status = EXIT_CLEAN;
+    size_t n_out = 0, cap = args->n_files + 1;
+    char **files = calloc(cap, sizeof *files);
+    if (!files) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    for (size_t i = 0; i < args->n_files; i++) {
+        trace_list l;
+        if (strcmp(args->files[i], "-") == 0 || !trace_dir_is(args->files[i])) {
+            files[n_out++] = args->files[i];
+            continue;
+        }
+        if (list_trace_dir(args->files[i], &l) != EXIT_CLEAN) {
+            status = EXIT_INVALID;
+            continue;
+        }
+        char **grown_files = realloc(files, (cap + l.n) * sizeof *files);
+        char **grown_owned = realloc(owned->paths, (owned->n + l.n) * sizeof *owned->paths);
+        if (grown_files)
+            files = grown_files;
+        if (grown_owned)
+            owned->paths = grown_owned;
+        if (!grown_files || !grown_owned) {
+            trace_list_free(&l);
+            fprintf(stderr, "tlsan: error: out of memory\n");
+            status = EXIT_INVALID;
+            break;
+        }
+        cap += l.n;
+        for (size_t k = 0; k < l.n; k++)
+            files[n_out++] = owned->paths[owned->n++] = l.paths[k];
+        free(l.paths);
+    }
+    free(args->files);
+    args->files = files;
+    args->n_files = n_out;
+    return status;
+}
+
 static int cmd_check(int argc, char **argv, bool replay)
 {
     check_args args;
@@ -443,11 +509,15 @@ static int cmd_check(int argc, char **argv, bool replay)
         free(args.files);
         return status < 0 ? EXIT_CLEAN : status;
     }
+    trace_list from_dirs = {0};
+    if (replay)
+        status = expand_trace_dirs(&args, &from_dirs);
     input_list units = {0};
     bool write_failed = false;
     FILE *out = open_output(args.out_path);
     if (!out) {
         free(args.files);
+        trace_list_free(&from_dirs);
         return EXIT_INVALID;
     }
     const char *no_color = getenv("NO_COLOR");
@@ -503,6 +573,7 @@ static int cmd_check(int argc, char **argv, bool replay)
     if (close_output(out, args.out_path, write_failed) != EXIT_CLEAN)
         status = EXIT_INVALID;
     free(args.files);
+    trace_list_free(&from_dirs);
     return status;
 }
 
@@ -586,12 +657,40 @@ static int parse_one_input(int argc, char **argv, const char *what, const char *
     return -1;
 }
 
+static int export_trace(const char *trace, const char *out_path);
+
 static int cmd_export(int argc, char **argv)
 {
     const char *trace, *out_path;
     int usage = parse_one_input(argc, argv, "export", &trace, &out_path);
     if (usage >= 0)
         return usage;
+    /* A run directory: its one trace; with several, which plan is wanted is not ours to
+     * guess. */
+    trace_list l = {0};
+    if (trace_dir_is(trace)) {
+        if (list_trace_dir(trace, &l) != EXIT_CLEAN)
+            return EXIT_INVALID;
+        if (l.n > 1) {
+            fprintf(stderr,
+                    "tlsan: error: export: %s holds %zu traces (one per process); export one "
+                    "of them:\n",
+                    trace, l.n);
+            for (size_t k = 0; k < l.n; k++)
+                fprintf(stderr, "  tlsan export %s\n", l.paths[k]);
+            trace_list_free(&l);
+            return EXIT_INVALID;
+        }
+        trace = l.paths[0];
+    }
+    int status = export_trace(trace, out_path);
+    trace_list_free(&l);
+    return status;
+}
+
+/* Writes the plan of one trace file. */
+static int export_trace(const char *trace, const char *out_path)
+{
     trace_data *t = NULL;
     tlsan_plan *plan = NULL;
     tlsan_error err = {0};

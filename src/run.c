@@ -1,6 +1,7 @@
 /* run: a program under the shim, then a summary from its trace. */
 #include "run.h"
 
+#include "trace_dir.h"
 #include "trace_read.h"
 
 #include <errno.h>
@@ -160,9 +161,9 @@ static bool tally_trace(tally *ty, const char *path)
     return true;
 }
 
-/* The traces of the program's descendants: a forked child, or a program it executed while
- * the first still held the file, writes FILE.PID. */
-static void tally_descendants(tally *ty, const char *path)
+/* trace_path=FILE: a forked child, or a program executed while another process held FILE,
+ * writes FILE.PID beside it. */
+static void tally_siblings(tally *ty, const char *path)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -188,9 +189,168 @@ static void tally_descendants(tally *ty, const char *path)
     closedir(d);
 }
 
+/* Where the run's traces go. */
+typedef struct run_trace {
+    enum { TRACE_OFF, TRACE_TO_FILE, TRACE_TO_DIR } mode;
+    bool made; /* the default run directory, created here: removed again when left empty */
+    char path[PATH_MAX]; /* the file, or the directory; absolute */
+} run_trace;
+
+/* path made absolute against the working directory (not resolved: it may not exist yet). */
+static bool absolute(const char *path, char *out, size_t out_bytes)
+{
+    char cwd[PATH_MAX];
+    if (path[0] == '/')
+        return (size_t)snprintf(out, out_bytes, "%s", path) < out_bytes;
+    if (!getcwd(cwd, sizeof cwd))
+        return false;
+    return (size_t)snprintf(out, out_bytes, "%s/%s", cwd, path) < out_bytes;
+}
+
+/* The run directory: `given` (created when missing; refused when it already holds traces,
+ * which this run's count would take for its own), or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX.
+ * Returns 0, or 2 after a message. */
+static int make_run_dir(const char *given, run_trace *rt)
+{
+    rt->mode = TRACE_TO_DIR;
+    if (!given) {
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !tmp[0])
+            tmp = "/tmp";
+        char want[PATH_MAX];
+        snprintf(want, sizeof want, "%s/tlsan-run.XXXXXX", tmp);
+        if (!mkdtemp(want) || !absolute(want, rt->path, sizeof rt->path)) {
+            fprintf(stderr,
+                    "tlsan: error: run: cannot create a run directory in %s: %s (set TMPDIR or "
+                    "give --trace-dir DIR)\n",
+                    tmp, strerror(errno));
+            return RUN_USAGE;
+        }
+        rt->made = true;
+        return 0;
+    }
+    if (mkdir(given, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tlsan: error: run: cannot create the trace directory %s: %s\n", given,
+                strerror(errno));
+        return RUN_USAGE;
+    }
+    trace_list old;
+    bool usable = realpath(given, rt->path) != NULL;
+    if (usable && !trace_dir_is(rt->path)) {
+        errno = ENOTDIR;
+        usable = false;
+    }
+    if (!usable || trace_dir_list(rt->path, &old) != 0) {
+        fprintf(stderr, "tlsan: error: run: cannot use %s as the trace directory: %s\n", given,
+                strerror(errno));
+        return RUN_USAGE;
+    }
+    size_t n_old = old.n;
+    if (n_old) {
+        fprintf(stderr,
+                "tlsan: error: run: the trace directory %s already holds %zu trace%s (%s): "
+                "give an empty or new directory, so the summary counts this run only\n",
+                given, n_old, n_old == 1 ? "" : "s", old.paths[0]);
+    }
+    trace_list_free(&old);
+    return n_old ? RUN_USAGE : 0;
+}
+
+/* Appends ":text" to the options string *opts (grown; NULL or "" text adds nothing). */
+static bool append_text(char **opts, const char *text)
+{
+    if (!text || !text[0])
+        return true;
+    size_t old = *opts ? strlen(*opts) : 0;
+    char *grown = realloc(*opts, old + strlen(text) + 2);
+    if (!grown)
+        return false;
+    sprintf(grown + old, "%s%s", old ? ":" : "", text);
+    *opts = grown;
+    return true;
+}
+
+/* Appends ":key=value" to the options string *opts (grown), the value quoted when it holds a
+ * separator. False when out of memory or when the value holds both kinds of quote. */
+static bool append_option(char **opts, const char *key, const char *value)
+{
+    const char *quote = "";
+    if (strpbrk(value, ":, \t\n\r'\""))
+        quote = !strchr(value, '"') ? "\"" : !strchr(value, '\'') ? "'" : NULL;
+    if (!quote)
+        return false;
+    size_t old = *opts ? strlen(*opts) : 0;
+    char *grown = realloc(*opts, old + strlen(key) + strlen(value) + 5);
+    if (!grown)
+        return false;
+    sprintf(grown + old, "%s%s=%s%s%s", old ? ":" : "", key, quote, value, quote);
+    *opts = grown;
+    return true;
+}
+
+/* Prints the summary line; returns tlsan run's exit status. */
+static int summarize(const run_trace *rt, int status, int exitcode)
+{
+    tally ty = {0};
+    size_t n_files = 0;
+    if (rt->mode == TRACE_TO_FILE) {
+        if (access(rt->path, F_OK) == 0)
+            tally_trace(&ty, rt->path);
+        tally_siblings(&ty, rt->path);
+        n_files = ty.n_traces;
+    } else if (rt->mode == TRACE_TO_DIR) {
+        trace_list l;
+        if (trace_dir_list(rt->path, &l) != 0)
+            fprintf(stderr, "tlsan: run: cannot read the run directory %s: %s\n", rt->path,
+                    strerror(errno));
+        else
+            for (size_t k = 0; k < l.n; k++)
+                tally_trace(&ty, l.paths[k]);
+        n_files = l.n;
+        trace_list_free(&l);
+        if (n_files == 0 && rt->made)
+            rmdir(rt->path);
+    }
+    char kinds[1024] = "";
+    size_t len = 0;
+    for (size_t k = 0; k < ty.n_kinds && len < sizeof kinds; k++)
+        len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%ld %s", k ? ", " : "",
+                                ty.counts[k], ty.kinds[k]);
+    char where[PATH_MAX + 128];
+    if (rt->mode == TRACE_TO_FILE)
+        snprintf(where, sizeof where, "trace %s%s", rt->path,
+                 ty.n_traces > 1 ? " and its descendants' FILE.PID" : "");
+    else
+        snprintf(where, sizeof where, "%zu trace%s in %s", ty.n_traces, ty.n_traces == 1 ? "" : "s",
+                 rt->path);
+    char truncated[96] = "";
+    if (ty.n_truncated)
+        snprintf(truncated, sizeof truncated, " (%zu truncated: a process died or called exec)",
+                 ty.n_truncated);
+
+    if (rt->mode == TRACE_OFF)
+        fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; exit status %d\n",
+                status);
+    else if (ty.total > 0)
+        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s%s; exit status %d\n", ty.total,
+                ty.total == 1 ? "" : "s", kinds, where, truncated, exitcode);
+    else if (n_files == 0 && rt->mode == TRACE_TO_FILE)
+        fprintf(stderr, "tlsan: run: no findings; nothing recorded at %s; exit status %d\n",
+                rt->path, status);
+    else if (n_files == 0)
+        fprintf(stderr,
+                "tlsan: run: no findings; no process recorded a trace (nothing annotated, "
+                "nothing found); exit status %d\n",
+                status);
+    else
+        fprintf(stderr, "tlsan: run: no findings; %s%s; exit status %d\n", where, truncated,
+                status);
+    return ty.total > 0 ? exitcode : status;
+}
+
 int run_command(int argc, char **argv)
 {
-    const char *trace = NULL;
+    const char *trace = NULL, *trace_dir = NULL;
     char *options = NULL;
     int i = 0;
     for (; i < argc; i++) {
@@ -203,8 +363,16 @@ int run_command(int argc, char **argv)
             break;
         if (strcmp(a, "--trace") == 0 || strncmp(a, "--trace=", 8) == 0) {
             trace = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!trace || !trace[0])
+            if (!trace || !trace[0]) {
+                free(options);
                 return run_usage("%s needs a file name", "--trace");
+            }
+        } else if (strcmp(a, "--trace-dir") == 0 || strncmp(a, "--trace-dir=", 12) == 0) {
+            trace_dir = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!trace_dir || !trace_dir[0]) {
+                free(options);
+                return run_usage("%s needs a directory", "--trace-dir");
+            }
         } else if (strcmp(a, "--options") == 0 || strncmp(a, "--options=", 10) == 0) {
             const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || strcmp(v, "--") == 0) {
@@ -221,7 +389,8 @@ int run_command(int argc, char **argv)
             sprintf(options + old, "%s%s", old ? ":" : "", v);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             free(options);
-            printf("usage: tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n");
+            printf("usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] "
+                   "-- CMD [ARGS...]\n");
             return 0;
         } else {
             free(options);
@@ -232,6 +401,10 @@ int run_command(int argc, char **argv)
         free(options);
         return run_usage("%s: no command given (tlsan run -- CMD ARGS)", "run");
     }
+    if (trace && trace_dir) {
+        free(options);
+        return run_usage("%s", "--trace FILE and --trace-dir DIR: give one");
+    }
     char shim[PATH_MAX];
     if (!find_shim(shim, sizeof shim)) {
         free(options);
@@ -240,35 +413,51 @@ int run_command(int argc, char **argv)
         return RUN_USAGE;
     }
 
-    /* TLSAN_OPTIONS: the environment's, then --options, then the trace path. */
+    /* TLSAN_OPTIONS: the environment's, then --options, then where the traces go. */
+    char *all = NULL;
     const char *env_opts = getenv("TLSAN_OPTIONS");
-    size_t cap = (env_opts ? strlen(env_opts) : 0) + (options ? strlen(options) : 0) +
-                 (trace ? strlen(trace) : 0) + 32;
-    char *all = malloc(cap);
-    char *preload =
-        malloc(strlen(shim) + (getenv("LD_PRELOAD") ? strlen(getenv("LD_PRELOAD")) : 0) + 2);
-    if (!all || !preload) {
+    bool ok = append_text(&all, env_opts) && append_text(&all, options);
+    free(options);
+    if (ok && trace)
+        ok = append_option(&all, "trace_path", trace);
+    run_trace rt = {.mode = TRACE_TO_DIR};
+    char given[PATH_MAX], flag[16];
+    int status = 0;
+    if (!ok) {
         free(all);
-        free(preload);
-        free(options);
         return run_usage("%s", "out of memory");
     }
-    snprintf(all, cap, "%s%s%s%s%s", env_opts ? env_opts : "",
-             env_opts && env_opts[0] && options ? ":" : "", options ? options : "",
-             trace ? ":trace_path=" : "", trace ? trace : "");
-    /* Where the trace goes: --trace, else a trace_path among the options, else
-     * tlsan.PID.trace, named explicitly so the program's descendants write FILE.PID beside
-     * it, where the summary finds them. */
-    char path[PATH_MAX] = "";
-    char flag[16];
-    bool tracing = !(option_text(all, "trace", flag, sizeof flag) && strcmp(flag, "0") == 0);
-    if (!option_text(all, "trace_path", path, sizeof path))
-        path[0] = '\0';
+    if (option_text(all, "trace", flag, sizeof flag) && strcmp(flag, "0") == 0) {
+        rt.mode = TRACE_OFF;
+    } else if (option_text(all, "trace_path", given, sizeof given) && given[0]) {
+        /* Absolute, so a descendant in another directory writes beside it too. */
+        rt.mode = TRACE_TO_FILE;
+        if (!absolute(given, rt.path, sizeof rt.path) ||
+            !append_option(&all, "trace_path", rt.path)) {
+            free(all);
+            return run_usage("cannot make the trace path '%s' absolute", given);
+        }
+    } else {
+        /* The shim takes trace_dir from the options before TLSAN_TRACE_DIR: one given there
+         * is the run directory, made absolute. */
+        bool in_opts = option_text(all, "trace_dir", given, sizeof given) && given[0];
+        status = make_run_dir(trace_dir ? trace_dir : in_opts ? given : NULL, &rt);
+        if (status == 0 && in_opts && !append_option(&all, "trace_dir", rt.path))
+            status = run_usage("%s", "out of memory");
+    }
+    if (status) {
+        free(all);
+        return status;
+    }
     const char *old_preload = getenv("LD_PRELOAD");
+    char *preload = malloc(strlen(shim) + (old_preload ? strlen(old_preload) : 0) + 2);
+    if (!preload) {
+        free(all);
+        return run_usage("%s", "out of memory");
+    }
     sprintf(preload, "%s%s%s", shim, old_preload && old_preload[0] ? " " : "",
             old_preload ? old_preload : "");
-    int exitcode = option_exitcode(all);
-    free(options);
+    int exitcode = option_exitcode(all ? all : "");
 
     fflush(NULL);
     pid_t pid = fork();
@@ -279,18 +468,14 @@ int run_command(int argc, char **argv)
         return RUN_USAGE;
     }
     if (pid == 0) {
-        char *opts = all;
-        char own[PATH_MAX + 64];
-        if (!path[0]) {
-            size_t len = strlen(all) + sizeof own;
-            opts = malloc(len);
-            if (!opts)
-                _exit(127);
-            snprintf(own, sizeof own, "tlsan.%d.trace", (int)getpid());
-            snprintf(opts, len, "%s%strace_path=%s", all, all[0] ? ":" : "", own);
-        }
-        setenv("TLSAN_OPTIONS", opts, 1);
+        setenv("TLSAN_OPTIONS", all ? all : "", 1);
         setenv("LD_PRELOAD", preload, 1);
+        /* A dedicated variable besides TLSAN_OPTIONS, which programs (test runners, nested
+         * tools) may rewrite: every descendant's trace lands in the run directory. */
+        if (rt.mode == TRACE_TO_DIR)
+            setenv("TLSAN_TRACE_DIR", rt.path, 1);
+        else
+            unsetenv("TLSAN_TRACE_DIR");
         execvp(argv[i], argv + i);
         fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(errno));
         _exit(127);
@@ -308,40 +493,17 @@ int run_command(int argc, char **argv)
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
 
-    int status;
     if (WIFEXITED(wstatus)) {
         status = WEXITSTATUS(wstatus);
-        if (status == 127)
-            return status; /* exec failed (said above) or the program's own 127 */
+        if (status == 127) {
+            if (rt.made)
+                rmdir(rt.path); /* exec failed (said above) or the program's own 127 */
+            return status;
+        }
     } else {
         status = 128 + WTERMSIG(wstatus);
         fprintf(stderr, "tlsan: run: '%s' was killed by signal %d (%s)\n", argv[i],
                 WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
     }
-
-    if (!path[0])
-        snprintf(path, sizeof path, "tlsan.%d.trace", (int)pid);
-    tally ty = {0};
-    if (tracing && access(path, F_OK) == 0)
-        tally_trace(&ty, path);
-    if (tracing)
-        tally_descendants(&ty, path);
-    char kinds[1024] = "";
-    size_t len = 0;
-    for (size_t k = 0; k < ty.n_kinds && len < sizeof kinds; k++)
-        len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%ld %s", k ? ", " : "",
-                                ty.counts[k], ty.kinds[k]);
-    char where[PATH_MAX + 64];
-    snprintf(where, sizeof where, "trace %s%s%s", path,
-             ty.n_traces > 1 ? " and its descendants' FILE.PID" : "",
-             ty.n_truncated ? " (truncated: a process died or called exec)" : "");
-    if (!tracing || ty.n_traces == 0)
-        fprintf(stderr, "tlsan: run: no trace at %s (tracing off?); exit status %d\n", path,
-                status);
-    else if (ty.total > 0)
-        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s; exit status %d\n", ty.total,
-                ty.total == 1 ? "" : "s", kinds, where, exitcode);
-    else
-        fprintf(stderr, "tlsan: run: no findings; %s; exit status %d\n", where, status);
-    return ty.total > 0 ? exitcode : status;
+    return summarize(&rt, status, exitcode);
 }

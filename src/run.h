@@ -1,8 +1,13 @@
-/* run: `tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...` runs a program
- * with libtlsan.so preloaded, lets its reports go to standard error as they happen, then
- * reads the run's trace and prints a summary. Exit status: the `exitcode` option (default 1)
- * when the run reported anything, else the program's own status (128 + N when signal N
- * killed it); 2 for bad usage or when the shim or the program cannot be started. */
+/* run: `tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...`
+ * runs a program with libtlsan.so preloaded, lets its reports go to standard error as they
+ * happen, then reads the run's traces and prints a summary. Every process of the run (the
+ * program and its descendants, wherever they run) writes its trace into the run directory:
+ * DIR, or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, removed again when no process recorded
+ * anything; the summary names it and counts the findings of every trace in it. With
+ * --trace FILE the traces are FILE and FILE.PID beside it. Exit status: the `exitcode`
+ * option (default 1) when the run reported anything, else the program's own status (128 + N
+ * when signal N killed it); 2 for bad usage, a --trace-dir that already holds traces, or
+ * when the shim or the program cannot be started (127 when the program cannot be run). */
 #ifndef TLSAN_RUN_H
 #define TLSAN_RUN_H
 

@@ -152,9 +152,15 @@ if [ -f fe.trace ] && [ "$(od -An -tu4 -j16 -N4 fe.trace | tr -d ' ')" != "$chil
 else
     bad "fork-exec: fe.trace missing or overwritten by the child"
 fi
+# No trace unless asked for: a run with findings leaves nothing in its directory.
+rm -f "$tmp"/*.trace*
 run exitcode=23 clobber
+expect_rc 23 "clobber without a trace option"
+if [ -z "$(ls -A "$tmp" | grep -v '^out$\|^err$')" ]; then ok; else bad "untraced clobber left files: $(ls -A)"; fi
+# trace=1: tlsan.PID.trace in the working directory.
+run exitcode=23:trace=1 clobber
 set -- tlsan.*.trace
-if [ -f "$1" ] && [ "$(head -c 8 "$1")" = TLSANTRC ]; then ok; else bad "no tlsan.PID.trace with the magic"; fi
+if [ $# = 1 ] && [ -f "$1" ] && [ "$(head -c 8 "$1")" = TLSANTRC ]; then ok; else bad "no tlsan.PID.trace with the magic"; fi
 if "$bin" replay --help >/dev/null 2>&1 || "$bin" --help 2>&1 | grep -q "replay"; then
     rep=$("$bin" replay --no-symbolize "$1" 2>&1)
     expect_in "$rep" "live-overlap between 'h1' and 'tmp'" "replay of the clobber trace"

@@ -11,9 +11,10 @@
  *            how many allocations failed (for a run under ulimit -v)
  *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, while the main
  *            thread (and, with N = 2, an idle second thread) allocates and frees
- *   closefd FILE  closes every fd from 3 up, opens FILE, puts it on every number up to 2047
- *            (as a program's later opens could), writes 16 KiB to it, annotates enough to
- *            grow a trace past 1 MiB, then frees a block twice (a report)
+ *   closefd FILE  annotates once (so the trace is open), closes every fd from 3 up, opens
+ *            FILE, puts it on every number up to 2047 (as a program's later opens could),
+ *            writes 16 KiB to it, annotates enough to grow a trace past 1 MiB, then frees a
+ *            block twice (a report)
  *   annotate MS  sleeps MS milliseconds, then annotates enough to grow a trace to megabytes
  *   forkfind  a double free in the parent, an arena; a clean forked child; prints its status
  *   dlopen-tls LIB  4 threads load LIB (lib_tls.c), use its thread-locals, free what they
@@ -515,6 +516,7 @@ static void mode_closefd(const char *file)
 {
     struct rlimit rl;
     int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048 ? (int)rl.rlim_cur : 2048;
+    annotate(1); /* the trace file is made at the first record: have it open before the close */
     for (int fd = 3; fd < 65536; fd++)
         close(fd);
     int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);

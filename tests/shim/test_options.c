@@ -22,7 +22,8 @@ static void defaults(void **state)
     assert_int_equal(o.exitcode, 1);
     assert_string_equal(o.log_path, "");
     assert_string_equal(o.trace_path, "");
-    assert_true(o.trace);
+    assert_string_equal(o.trace_dir, "");
+    assert_int_equal(o.trace, -1); /* a trace only when a path or directory is given */
     assert_int_equal(o.quarantine_mb, 64);
     assert_true(o.fill);
     assert_int_equal(o.checksum, SHIM_CHECKSUM_SHARED);
@@ -42,7 +43,7 @@ static void every_type(void **state)
     assert_true(options_parse(&o,
                               "halt_on_error=1:exitcode=-3,log_path=/tmp/l  trace_path='a b:c'"
                               "\tquarantine_mb=18446744073709551615:checksum=all:fill=false"
-                              ":trace=true:redzone=0:verbosity=+2:inject=\"x,y\"",
+                              ":trace=1:redzone=0:verbosity=+2:inject=\"x,y\":trace_dir=/r",
                               err, sizeof err));
     assert_string_equal(err, "");
     assert_true(o.halt_on_error);
@@ -52,7 +53,8 @@ static void every_type(void **state)
     assert_true(o.quarantine_mb == UINT64_MAX);
     assert_int_equal(o.checksum, SHIM_CHECKSUM_ALL);
     assert_false(o.fill);
-    assert_true(o.trace);
+    assert_int_equal(o.trace, 1);
+    assert_string_equal(o.trace_dir, "/r");
     assert_int_equal(o.redzone, 0);
     assert_int_equal(o.verbosity, 2);
     assert_string_equal(o.inject, "x,y");
@@ -152,7 +154,7 @@ static void help(void **state)
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    assert_int_equal(lines, 15); /* a heading and the 14 options */
+    assert_int_equal(lines, 16); /* a heading and the 15 options */
     assert_non_null(strstr(text, "\n  halt_on_error=0          exit with `exitcode` right after "
                                  "the first finding\n"));
     assert_non_null(strstr(text, "\n  quarantine_mb=64 "));

@@ -1,7 +1,8 @@
 /* trace: the writer produces exactly the bytes docs/trace-format.md specifies (header,
  * record framing, varints, interning, stacks with their modules), grows the file in 1 MiB
  * steps, leaves every completed record behind a process that dies without closing, and
- * writes a forked child's trace to FILE.PID. The records are decoded here by hand. */
+ * writes a forked child's trace to FILE.PID; files are made only at the first record, in
+ * the place the options (or TLSAN_TRACE_DIR) name. The records are decoded here by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,7 +111,7 @@ static void open_at(const char *p)
     struct shim_options *o = shim_opts_mut();
     snprintf(o->trace_path, sizeof o->trace_path, "%s", p);
     o->trace = 1;
-    assert_int_equal(trace_open(), 0);
+    assert_true(trace_open());
 }
 
 static int setup(void **state)
@@ -484,21 +485,226 @@ static void a_forked_child_writes_file_dot_pid(void **state)
     free(p.data);
 }
 
-/* No trace file: one line, tracing off, every call a harmless no-op. */
+/* No trace file: one line at the first record, tracing off, every call a harmless no-op. */
 static void an_unopenable_path_turns_tracing_off(void **state)
 {
     (void)state;
     struct shim_options *o = shim_opts_mut();
     snprintf(o->trace_path, sizeof o->trace_path, "%s/no/such/dir/t.trace", dir);
-    assert_int_equal(trace_open(), -1);
+    assert_true(trace_open()); /* asked for; the file is made at the first record */
+    assert_true(trace_wanted());
     assert_int_equal(trace_string("x"), 0);
+    assert_false(trace_wanted());
     assert_int_equal(trace_arena("a", 1, 2, 0), 0);
     trace_sync(0);
     trace_close(0);
     o->trace = 0;
-    assert_int_equal(trace_open(), 0); /* trace=0: nothing to open, not an error */
+    assert_false(trace_open()); /* trace=0: nothing to open, not an error */
     assert_int_equal(trace_string("x"), 0);
     o->trace = 1;
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static off_t size_of(const char *p)
+{
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    return st.st_size;
+}
+
+/* Entries of a directory other than . and .. */
+static int n_entries(const char *d)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 0", d);
+    int empty = system(cmd) == 0;
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1", d);
+    int one = system(cmd) == 0;
+    return empty ? 0 : one ? 1 : 2;
+}
+
+/* A process that records nothing leaves no file, whatever the options ask. */
+static void nothing_recorded_leaves_no_file(void **state)
+{
+    (void)state;
+    open_at(path);
+    trace_close(3);
+    assert_false(exists(path));
+    /* After the end, a late record makes no file either. */
+    assert_int_equal(trace_string("late"), 0);
+    assert_false(exists(path));
+}
+
+/* The default: no trace at all, nothing in the working directory. */
+static void no_trace_by_default(void **state)
+{
+    (void)state;
+    char cwd[256];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    unsetenv("TLSAN_TRACE_DIR");
+    assert_false(trace_open());
+    assert_false(trace_wanted());
+    assert_int_equal(trace_string("x"), 0);
+    trace_close(1);
+    assert_int_equal(n_entries(dir), 0);
+    /* trace=1 alone: the working directory, tlsan.PID.trace. */
+    shim_opts_mut()->trace = 1;
+    assert_true(trace_open());
+    assert_int_equal(trace_string("x"), 1);
+    trace_close(0);
+    char want[160];
+    snprintf(want, sizeof want, "%s/tlsan.%d.trace", dir, (int)getpid());
+    assert_true(exists(want));
+    assert_int_equal(chdir(cwd), 0);
+}
+
+/* trace_dir: DIR/tlsan.PID.trace, a new file each time (a second image of one PID, as after
+ * exec, gets tlsan.PID.2.trace); a relative DIR is the one of trace_open's time, made when
+ * missing; TLSAN_TRACE_DIR is the default directory, and trace=0 still wins over it. */
+static void trace_dir_names_one_new_file_per_process(void **state)
+{
+    (void)state;
+    char cwd[256], want[200];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    struct shim_options *o = shim_opts_mut();
+    snprintf(o->trace_dir, sizeof o->trace_dir, "rel");
+    assert_true(trace_open());
+    assert_int_equal(chdir("/"), 0);
+    assert_int_equal(trace_string("one"), 1);
+    trace_close(0);
+    snprintf(want, sizeof want, "%s/rel/tlsan.%d.trace", dir, (int)getpid());
+    assert_true(exists(want));
+    assert_int_equal(chdir(dir), 0);
+    assert_true(trace_open());
+    assert_int_equal(trace_string("two"), 1);
+    trace_close(0);
+    snprintf(want, sizeof want, "%s/rel/tlsan.%d.2.trace", dir, (int)getpid());
+    assert_true(exists(want));
+    struct file f = slurp(want);
+    struct rec r[4];
+    size_t n;
+    assert_int_equal(records(&f, r, 4, &n), END_OK);
+    assert_int_equal(n, 2);
+    expect_bytes(&r[0], 1, (unsigned char[]){1, 3, 't', 'w', 'o'}, 5);
+    free(f.data);
+
+    o->trace_dir[0] = '\0';
+    char env_dir[160];
+    snprintf(env_dir, sizeof env_dir, "%s/env", dir);
+    setenv("TLSAN_TRACE_DIR", env_dir, 1);
+    assert_true(trace_open());
+    assert_int_equal(trace_string("e"), 1);
+    trace_close(0);
+    snprintf(want, sizeof want, "%s/tlsan.%d.trace", env_dir, (int)getpid());
+    assert_true(exists(want));
+    o->trace = 0;
+    assert_false(trace_open());
+    o->trace = -1;
+    unsetenv("TLSAN_TRACE_DIR");
+    assert_int_equal(chdir(cwd), 0);
+}
+
+/* Forked children in a trace directory: one that records writes tlsan.CHILD.trace, one that
+ * records nothing and _exits leaves nothing; one that dies after a record leaves a file of
+ * the first size step (4 KiB), not 1 MiB. */
+static void forked_children_in_a_trace_dir(void **state)
+{
+    (void)state;
+    struct shim_options *o = shim_opts_mut();
+    snprintf(o->trace_dir, sizeof o->trace_dir, "%s", dir);
+    assert_true(trace_open());
+    pid_t kids[3];
+    for (int k = 0; k < 3; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            trace_reopen_in_child();
+            if (k == 0) {
+                int ok = trace_string("child") == 1;
+                trace_close(0);
+                _exit(ok ? 0 : 3);
+            }
+            if (k == 2)
+                trace_string("dies");
+            _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    trace_close(0); /* the parent recorded nothing: no file of its own */
+    char p[200];
+    snprintf(p, sizeof p, "%s/tlsan.%d.trace", dir, (int)kids[0]);
+    struct file f = slurp(p);
+    assert_int_equal(le32(f.data + 16), (uint32_t)kids[0]);
+    struct rec r[4];
+    size_t n;
+    assert_int_equal(records(&f, r, 4, &n), END_OK);
+    assert_int_equal(n, 2);
+    free(f.data);
+    snprintf(p, sizeof p, "%s/tlsan.%d.trace", dir, (int)kids[1]);
+    assert_false(exists(p));
+    snprintf(p, sizeof p, "%s/tlsan.%d.trace", dir, (int)kids[2]);
+    assert_int_equal(size_of(p), 4 << 10);
+    snprintf(p, sizeof p, "%s/tlsan.%d.trace", dir, (int)getpid());
+    assert_false(exists(p));
+    o->trace_dir[0] = '\0';
+}
+
+/* Writes a header-only trace at p that started at `start_ns`. */
+static void fake_trace(const char *p, uint64_t start_ns)
+{
+    unsigned char h[32] = "TLSANTRC";
+    h[8] = 1;
+    h[10] = 8;
+    h[11] = 1;
+    h[12] = 32;
+    for (int i = 0; i < 8; i++)
+        h[24 + i] = (unsigned char)(start_ns >> (8 * i));
+    FILE *out = fopen(p, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(h, 1, sizeof h, out), sizeof h);
+    fclose(out);
+}
+
+/* trace_path=FILE when FILE holds a trace begun after this process (a program it ran took
+ * the free file first): that trace stays, this process writes FILE.PID. One begun before
+ * (an earlier run's) is overwritten. */
+static void a_later_trace_in_file_is_kept(void **state)
+{
+    (void)state;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    fake_trace(path, ns + 60000000000ull);
+    open_at(path);
+    assert_int_equal(trace_string("mine"), 1);
+    trace_close(0);
+    assert_int_equal(size_of(path), 32);
+    char mine[160];
+    snprintf(mine, sizeof mine, "%s.%d", path, (int)getpid());
+    struct file f = slurp(mine);
+    struct rec r[4];
+    size_t n;
+    assert_int_equal(records(&f, r, 4, &n), END_OK);
+    expect_bytes(&r[0], 1, (unsigned char[]){1, 4, 'm', 'i', 'n', 'e'}, 6);
+    free(f.data);
+    unlink(mine);
+
+    fake_trace(path, ns - 60000000000ull);
+    open_at(path);
+    assert_int_equal(trace_string("mine"), 1);
+    trace_close(0);
+    assert_false(exists(mine));
+    assert_int_equal(le32((f = slurp(path)).data + 16), (uint32_t)getpid());
+    free(f.data);
 }
 
 int main(void)
@@ -510,6 +716,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(concurrent_writers_keep_records_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(a_forked_child_writes_file_dot_pid, setup, teardown),
         cmocka_unit_test_setup_teardown(an_unopenable_path_turns_tracing_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(nothing_recorded_leaves_no_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_trace_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(trace_dir_names_one_new_file_per_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(forked_children_in_a_trace_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_later_trace_in_file_is_kept, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
