@@ -15,6 +15,8 @@
  *   fdlist     prints every open descriptor and what it names, before and after allocations
  *              and frees through frames without unwind tables (and, under the shim, a double
  *              free)
+ *   fill       allocates with stacks, then opens /dev/null until open() fails; prints how
+ *              many it opened, the last descriptor and the error
  *   dup2 FILE  writes 64 KiB of a known pattern to FILE, then dup2()s FILE's descriptor onto
  *              every descriptor it did not open itself (the shim's), then allocates with
  *              stacks, annotates enough to grow a trace past 1 MiB and frees a block twice;
@@ -72,12 +74,13 @@ static int fd_top(void)
     return (int)rl.rlim_cur;
 }
 
-/* Every open descriptor, by readlink on /proc/self/fd/N (no directory stream: that would be
- * a descriptor of its own, and allocate). */
+/* Every open descriptor below 8192 (past the soft limit too), by readlink on
+ * /proc/self/fd/N (no directory stream: that would be a descriptor of its own, and
+ * allocate). */
 static void print_fds(const char *when)
 {
     char path[64], target[512];
-    for (int fd = 0; fd < fd_top(); fd++) {
+    for (int fd = 0; fd < 8192; fd++) {
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
         ssize_t n = readlink(path, target, sizeof target - 1);
         if (n < 0)
@@ -181,6 +184,18 @@ static int mode_fdlist(void)
     return 0;
 }
 
+static int mode_fill(void)
+{
+    allocate_with_stacks();
+    int n = 0, last = -1, fd;
+    while ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+        last = fd;
+        n++;
+    }
+    printf("opened %d, last %d, then %s\n", n, last, strerror(errno));
+    return 0;
+}
+
 /* ---- dup2 ---- */
 
 static unsigned char g_arena[1 << 16];
@@ -240,8 +255,10 @@ int main(int argc, char **argv)
         return mode_firstopen();
     if (!strcmp(mode, "fdlist"))
         return mode_fdlist();
+    if (!strcmp(mode, "fill"))
+        return mode_fill();
     if (!strcmp(mode, "dup2") && argc == 3)
         return mode_dup2(argv[2]);
-    fprintf(stderr, "usage: prog_fds daemon DATA LOG | firstopen | fdlist | dup2 FILE\n");
+    fprintf(stderr, "usage: prog_fds daemon DATA LOG | firstopen | fdlist | fill | dup2 FILE\n");
     return 2;
 }
