@@ -8,7 +8,10 @@
  * for it. Prints the median and the mean of the time fork() took in the parent (the parent's
  * cost: the fork handlers and the copy of the address space), and of fork + waitpid.
  *
- * usage: tlsan_fork_threads [THREADS] [FORKS] */
+ * HOLD_MB, when given, is that many MiB allocated and written before the forks and held:
+ * a native program with the resident memory the shim's quarantine holds.
+ *
+ * usage: tlsan_fork_threads [THREADS] [FORKS] [HOLD_MB] */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -63,6 +66,7 @@ int main(int argc, char **argv)
 {
     int n_threads = argc > 1 ? atoi(argv[1]) : 8;
     int n_forks = argc > 2 ? atoi(argv[2]) : 200;
+    long hold_mb = argc > 3 ? atol(argv[3]) : 0;
     if (n_threads < 0 || n_threads > 256 || n_forks < 1 || n_forks > 100000) {
         fprintf(stderr, "usage: tlsan_fork_threads [THREADS 0..256] [FORKS 1..100000]\n");
         return 2;
@@ -72,6 +76,12 @@ int main(int argc, char **argv)
     double *total_us = calloc((size_t)n_forks, sizeof *total_us);
     if (!tids || !fork_us || !total_us)
         return 1;
+    /* Held in small blocks, as a quarantine holds them. */
+    size_t n_held = (size_t)(hold_mb > 0 ? hold_mb : 0) * 4096;
+    char **held = calloc(n_held + 1, sizeof *held);
+    for (size_t i = 0; held && i < n_held; i++)
+        if ((held[i] = malloc(256)))
+            memset(held[i], (int)i, 256);
     for (int t = 0; t < n_threads; t++)
         if (pthread_create(&tids[t], NULL, worker, (void *)(uintptr_t)(t + 1)) != 0) {
             perror("pthread_create");
@@ -112,6 +122,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "fork_us median %.1f mean %.1f fork_wait_us median %.1f mean %.1f\n",
             fork_us[n_forks / 2], sum_f / n_forks, total_us[n_forks / 2], sum_t / n_forks);
     printf("forked %d children from %d threads\n", n_forks, n_threads);
+    for (size_t i = 0; held && i < n_held; i++)
+        free(held[i]);
+    free(held);
     free(tids);
     free(fork_us);
     free(total_us);
