@@ -140,5 +140,7 @@ else
     echo
     echo "(no $llama: run .ci/fetch-ggml.sh and re-run cmake to include the llama.cpp decode)"
 fi
+# fork() from a multi-threaded program (issue 9, part 6).
+bash "$src/bench/fork.sh" "$build"
 echo
 echo "Targets: interposition alone <= 1.3x native on malloc_heavy; checksum=all <= 2x native on the engine."

@@ -11,6 +11,7 @@
 #include "modules.h"
 #include "out.h"
 #include "shim.h"
+#include "unwind.h"
 
 #include <dlfcn.h>
 #include <libunwind.h>
@@ -166,7 +167,10 @@ __attribute__((noinline)) uint32_t depot_capture(unsigned skip)
     if (want > sizeof buf / sizeof buf[0])
         want = sizeof buf / sizeof buf[0];
     t_capturing = 1;
+    unwind_setup(); /* done at initialisation; here for the unit tests, which link no init */
+    unwind_capture_begin();
     int n = unw_backtrace(buf, (int)want);
+    unwind_capture_end();
     t_capturing = 0;
     /* A stack starts where the program called in: frames still inside libtlsan.so (a hook,
      * an adapter's wrapper) say nothing to the user, whatever skip the caller guessed. */

@@ -205,6 +205,15 @@ void out_set_fd(int fd)
     }
 }
 
+/* Where the shim's descriptors go: 1024 and up (past select()'s FD_SETSIZE, where few
+ * programs ever get) when the soft limit leaves room there; when it does not (Debian's
+ * default soft limit is 1024), just past the soft limit, which no open() of the program can
+ * return, the soft limit being raised for the one fcntl that puts it there; only when the
+ * hard limit forbids that too, the top numbers below the limit. Never beyond 1024 + a few:
+ * the kernel's descriptor table grows to the highest number, and fork copies it. */
+#define PARK_BASE 1024
+#define PARK_ROOM 8
+
 int out_fd_park(int fd, struct out_fd_id *id)
 {
     struct stat st;
@@ -212,17 +221,33 @@ int out_fd_park(int fd, struct out_fd_id *id)
         id->dev = st.st_dev;
         id->ino = st.st_ino;
     }
-    /* Half the fd limit, at most 1024: far from the low numbers a program's opens get,
-     * without growing the kernel's fd table much. */
     struct rlimit rl;
-    rlim_t base = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 0;
-    if (base > 1024)
-        base = 1024;
-    if (base <= (rlim_t)fd)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
-    if (high < 0)
+    rlim_t soft = rl.rlim_cur;
+    int high = -1;
+    if (soft > PARK_BASE + PARK_ROOM) {
+        high = fcntl(fd, F_DUPFD_CLOEXEC, PARK_BASE);
+    } else if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= soft + PARK_ROOM) {
+        /* The program's threads could see the raised limit for the time of one fcntl. */
+        struct rlimit up = {soft + PARK_ROOM, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            int saved = errno;
+            high = fcntl(fd, F_DUPFD_CLOEXEC, (int)soft);
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && high >= 0) {
+                close(high); /* the program must find its own limit */
+                high = -1;
+            }
+            errno = saved;
+        }
+    }
+    if (high < 0 && soft > PARK_ROOM && soft <= PARK_BASE + PARK_ROOM)
+        high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(soft - PARK_ROOM / 2));
+    if (high < 0 || high < fd) {
+        if (high >= 0)
+            close(high);
         return fd;
+    }
     close(fd);
     return high;
 }

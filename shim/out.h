@@ -29,7 +29,11 @@ struct out_fd_id {
     ino_t ino;
 };
 /* Moves fd to a high number (F_DUPFD_CLOEXEC; the old number is closed) and records the
- * file's identity. Returns the fd to use (fd itself when it cannot be moved). */
+ * file's identity. The number is 1024 or the next free one above when the soft
+ * RLIMIT_NOFILE is above 1032; otherwise just past the soft limit (unreachable by the
+ * program's open() while it keeps that limit), or, when the hard limit allows no room
+ * there, among the top 4 numbers below the limit (the program then runs out of descriptors
+ * one earlier than natively). Returns the fd to use (fd itself when it cannot be moved). */
 int out_fd_park(int fd, struct out_fd_id *id);
 /* True when fd is still open on the file recorded in id. */
 bool out_fd_still(int fd, const struct out_fd_id *id);

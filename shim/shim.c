@@ -16,6 +16,7 @@
 #include "out.h"
 #include "report.h"
 #include "trace.h"
+#include "unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -188,6 +189,11 @@ static void init_once(void)
         atomic_store_explicit(&g_state, SHIM_OFF, memory_order_release);
         return;
     }
+    /* Before the first stack capture initialises libunwind, while the process most likely
+     * has one thread: libunwind's own memory validation would hold a pipe on the lowest free
+     * descriptors and read and write them for the rest of the run (unwind.h). */
+    if (g_opts.stack_depth > 0)
+        unwind_setup();
     trace_open();
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
         shim_fail("pthread_atfork failed");
