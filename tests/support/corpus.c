@@ -39,6 +39,16 @@ bool corpus_shared_sub(const char *sub, char *buf, size_t size)
     return true;
 }
 
+bool corpus_have_shared(const char *sub)
+{
+    char dir[1024];
+    if (corpus_shared_sub(sub, dir, sizeof dir))
+        return true;
+    fprintf(stderr, "note: no shared corpus at %s; the additional check against it did not run\n",
+            dir);
+    return false;
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -19,6 +19,9 @@ const char *corpus_shared_dir(void);
 /* SUB under the shared folder ("cases", "real/tvm") in buf; true when it is a readable
  * folder. */
 bool corpus_shared_sub(const char *sub, char *buf, size_t size);
+/* True when SUB is a readable folder under the shared corpus; otherwise prints one line
+ * saying that the additional check against it did not run, and returns false. */
+bool corpus_have_shared(const char *sub);
 /* The *.json names of a folder, sorted by strcmp, in *names (free with corpus_free_list).
  * Returns the count; 0 with *names NULL when the folder cannot be read. Aborts the test
  * (cmocka fail) when out of memory. */
