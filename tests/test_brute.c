@@ -1,14 +1,15 @@
-/* test_brute: the brute-force reference checker (tests/support/brute.c) against the
- * shared cases, so that the differential test compares tlsan_check() with something known
- * to agree with the contract.
+/* test_brute: the brute-force reference checker (tests/support/brute.c) against the case
+ * corpora, so that the differential test compares tlsan_check() with something known to
+ * agree with the contract.
  *
- * Two parts: a few shared cases rebuilt by hand with the builder API (no reader involved),
- * and every case file of ../shared/cases read with tlsan_read_file(). */
+ * Three parts: a few cases rebuilt by hand with the builder API (no reader involved), every
+ * case file of the project's own corpus (tests/cases) read with tlsan_read_file(), and, when
+ * the team's shared corpus is present, every case file of it too. */
 #include "support/brute.h"
+#include "support/corpus.h"
 
 #include "tlsan/plan.h"
 
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -493,12 +494,6 @@ static void test_size_undersized(void **state)
 
 /* ---- the shared case files ---- */
 
-static int has_suffix(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 /* Reads a whole small file into a NUL-terminated buffer (caller frees); NULL on failure. */
 static char *slurp(const char *path)
 {
@@ -609,33 +604,33 @@ done:
     return bad;
 }
 
+/* Every case of a corpus folder; returns how many there are, fails on any difference. */
+static size_t check_corpus(const char *dir)
+{
+    char **names;
+    size_t n = corpus_list_json(dir, &names);
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += (size_t)check_case(dir, names[i]);
+    corpus_free_list(names, n);
+    fprintf(stderr, "%s: %zu cases, %zu differ\n", dir, n, failed);
+    assert_int_equal(failed, 0);
+    return n;
+}
+
+static void test_own_cases(void **state)
+{
+    (void)state;
+    /* The corpus as of this writing; fewer means the folder was not found or lost files. */
+    assert_true(check_corpus(corpus_own_cases()) >= 87);
+}
+
 static void test_shared_cases(void **state)
 {
     (void)state;
-    const char *dir = TLSAN_SHARED_DIR "/cases";
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    /* Sorted names, so failures read in a stable order. */
-    char *names[256];
-    size_t n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        if (has_suffix(e->d_name, ".json") && n < 256)
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-            char *t = names[j];
-            names[j] = names[j - 1];
-            names[j - 1] = t;
-        }
-    size_t failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        failed += (size_t)check_case(dir, names[i]);
-        free(names[i]);
-    }
-    fprintf(stderr, "%zu cases, %zu differ\n", n, failed);
-    assert_true(n >= 28);
-    assert_int_equal(failed, 0);
+    char dir[1024];
+    assert_true(corpus_shared_sub("cases", dir, sizeof dir));
+    assert_true(check_corpus(dir) >= 28);
 }
 
 int main(void)
@@ -658,17 +653,18 @@ int main(void)
         cmocka_unit_test(test_layout_errors),
         cmocka_unit_test(test_size_undersized),
     };
-    const struct CMUnitTest files[] = {
+    const struct CMUnitTest own[] = {
+        cmocka_unit_test(test_own_cases),
+    };
+    const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_shared_cases),
     };
     int rc = cmocka_run_group_tests(hand_built, NULL, NULL);
+    if (rc == 0)
+        rc = cmocka_run_group_tests(own, NULL, NULL);
     if (rc != 0)
         return rc;
-    DIR *d = opendir(TLSAN_SHARED_DIR "/cases");
-    if (!d) {
-        fprintf(stderr, "skipping the shared cases: %s is absent\n", TLSAN_SHARED_DIR "/cases");
-        return 77;
-    }
-    closedir(d);
-    return cmocka_run_group_tests(files, NULL, NULL);
+    if (!corpus_have_shared("cases"))
+        return 0;
+    return cmocka_run_group_tests(shared, NULL, NULL);
 }

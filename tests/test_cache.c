@@ -10,14 +10,12 @@
 #include "cache.h"
 #include "plan.h"
 #include "report.h"
+#include "support/corpus.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
-
-static bool shared_missing;
 
 /* A finalized one-tensor plan for key tests. */
 static tlsan_plan *tiny_plan(void)
@@ -147,17 +145,74 @@ static void assert_finding(const tlsan_report *r, size_t i, int64_t plan, int64_
     assert_non_null(f->message);
 }
 
+/* The index of the finding whose first plan is `plan` (the report's order is not the
+ * cache's). */
+static size_t finding_of_plan(const tlsan_report *r, int64_t plan)
+{
+    for (size_t i = 0; i < tlsan_report_count(r); i++)
+        if (tlsan_report_finding(r, i)->plan_index == plan)
+            return i;
+    fail_msg("no finding for plans[%lld]", (long long)plan);
+    return 0;
+}
+
+static tlsan_cache *read_own_case(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", corpus_own_cases(), name);
+    tlsan_plan *p = NULL;
+    tlsan_cache *c = NULL;
+    tlsan_error err;
+    assert_int_equal(tlsan_read_file(path, &p, &c, &err), TLSAN_OK);
+    assert_null(p);
+    assert_non_null(c);
+    return c;
+}
+
+/* tests/cases/cache-key-equality.json: keys compare as JSON values. Equal: members in
+ * another order (plans 0, 1), 2.5 and 2.50 (plans 2, 3). Different: 3 and 3.0 (4, 5), true
+ * and 1 (6, 7), arrays in another order (8, 9), though each of those pairs differs in a. */
+static void test_own_key_equality_case(void **state)
+{
+    (void)state;
+    tlsan_cache *c = read_own_case("cache-key-equality.json");
+    assert_int_equal(tlsan_cache_n_plans(c), 10);
+    tlsan_report *r = collisions_of(c);
+    assert_int_equal(tlsan_report_count(r), 2);
+    static const char *const a[] = {"a"}, *const scratch[] = {"scratch"};
+    assert_finding(r, finding_of_plan(r, 0), 0, 1, a, 1);
+    assert_finding(r, finding_of_plan(r, 2), 2, 3, scratch, 1);
+    const tlsan_finding *f = tlsan_report_finding(r, finding_of_plan(r, 0));
+    assert_non_null(strstr(f->message, "'s1' (plans[0]) and 's1-moved' (plans[1])"));
+    assert_non_null(strstr(f->message, "{\"dt\":\"f32\",\"seq\":1}"));
+    tlsan_report_free(r);
+    tlsan_cache_free(c);
+}
+
+/* tests/cases/cache-what-differs.json: what makes two plans of one key differ. Plans 0, 1:
+ * the op that reads a and writes y is named differently (a and y differ, x does not);
+ * plans 2, 3: only flags, dtype, stack and the arena's alignment differ (no collision);
+ * plans 4, 5: the view v starts elsewhere in its base. */
+static void test_own_what_differs_case(void **state)
+{
+    (void)state;
+    tlsan_cache *c = read_own_case("cache-what-differs.json");
+    assert_int_equal(tlsan_cache_n_plans(c), 6);
+    tlsan_report *r = collisions_of(c);
+    assert_int_equal(tlsan_report_count(r), 2);
+    static const char *const ay[] = {"a", "y"}, *const v[] = {"v"};
+    assert_finding(r, finding_of_plan(r, 0), 0, 1, ay, 2);
+    assert_finding(r, finding_of_plan(r, 4), 4, 5, v, 1);
+    tlsan_report_free(r);
+    tlsan_cache_free(c);
+}
+
 static void test_shared_cache_case(void **state)
 {
     (void)state;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/cases/cache-collision.json", TLSAN_SHARED_DIR);
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        shared_missing = true;
-        print_message("skipping: %s is absent (a clone outside the team)\n", path);
-        skip();
-    }
+    char dir[1024], path[1100];
+    assert_true(corpus_shared_sub("cases", dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/cache-collision.json", dir);
     tlsan_plan *p = NULL;
     tlsan_cache *c = NULL;
     tlsan_error err;
@@ -374,7 +429,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_canonical_keys),
         cmocka_unit_test(test_cache_add_errors),
-        cmocka_unit_test(test_shared_cache_case),
+        cmocka_unit_test(test_own_key_equality_case),
+        cmocka_unit_test(test_own_what_differs_case),
         cmocka_unit_test(test_three_plans_two_collide),
         cmocka_unit_test(test_identical_plans_do_not_collide),
         cmocka_unit_test(test_collision_by_access_order_only),
@@ -382,11 +438,13 @@ int main(void)
         cmocka_unit_test(test_many_plans),
         cmocka_unit_test(test_one_key_two_layouts),
     };
+    const struct CMUnitTest shared[] = {
+        cmocka_unit_test(test_shared_cache_case),
+    };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (failed == 0 && shared_missing) {
-        fprintf(stderr, "test_cache: %s is absent; the shared-case test was skipped\n",
-                TLSAN_SHARED_DIR);
-        return 77;
-    }
-    return failed;
+    if (failed != 0)
+        return failed;
+    if (!corpus_have_shared("cases"))
+        return 0;
+    return cmocka_run_group_tests(shared, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* Tests of the plan writer (src/plan_write.c): exact output for plans built with the
  * builder API, defaults left out, escaping, stream errors, and the round trip
- * read -> write -> read over every shared case, compared model to model. */
+ * read -> write -> read over every case of the corpora (the project's own, and the shared
+ * one when present) and every TVM graph, compared model to model. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,10 +10,10 @@
 
 #include "plan.h"
 #include "plan_write.h"
+#include "support/corpus.h"
 #include "tlsan/plan.h"
 #include "tlsan/tvm.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,81 +466,94 @@ static void test_round_trip_builder(void **state)
     tlsan_plan_free(p);
 }
 
-/* Every shared case: read -> write -> read gives the same model. The invalid case must stay
- * refused; a cache's plans are round-tripped one by one. */
-static void test_round_trip_shared_cases(void **state)
+/* Every case of dir: read -> write -> read gives the same model. Invalid cases must stay
+ * refused; a cache's plans are round-tripped one by one. Counts what it saw. */
+static void round_trip_cases(const char *dir, size_t *n_invalid, size_t *n_caches, size_t *n_plans)
 {
-    (void)state;
-    const char *dir = TLSAN_SHARED_DIR "/cases";
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    size_t n_files = 0, n_invalid = 0, n_caches = 0, n_plans = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len < 6 || strcmp(ent->d_name + len - 5, ".json") != 0)
-            continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        n_files++;
+    char **names;
+    size_t n = corpus_list_json(dir, &names);
+    *n_invalid = *n_caches = *n_plans = 0;
+    for (size_t k = 0; k < n; k++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
         tlsan_plan *plan = NULL;
         tlsan_cache *cache = NULL;
         tlsan_error err;
         tlsan_status st = tlsan_read_file(path, &plan, &cache, &err);
         if (st == TLSAN_ERR_INVALID) {
-            n_invalid++;
+            (*n_invalid)++;
             continue;
         }
         assert_int_equal(st, TLSAN_OK);
         if (plan) {
-            assert_round_trip(plan, n_plans % 2 == 0);
-            n_plans++;
+            assert_round_trip(plan, *n_plans % 2 == 0);
+            (*n_plans)++;
         } else {
-            n_caches++;
+            (*n_caches)++;
             for (size_t i = 0; i < tlsan_cache_n_plans(cache); i++) {
                 assert_round_trip(tlsan_cache_plan(cache, i), false);
-                n_plans++;
+                (*n_plans)++;
             }
         }
         tlsan_plan_free(plan);
         tlsan_cache_free(cache);
     }
-    closedir(d);
-    /* The corpus as of this writing: 30 files, one invalid (invalid-unknown-tensor), one
-     * cache of 3 plans (cache-collision), so 28 + 3 plans. */
-    assert_int_equal(n_files, 30);
-    assert_int_equal(n_invalid, 1);
-    assert_int_equal(n_caches, 1);
-    assert_int_equal(n_plans, 31);
+    corpus_free_list(names, n);
 }
 
-/* Every real TVM graph, imported, written and read back: what `tlsan import tvm -o` gives
- * `tlsan check` is the model the importer built. */
-static void test_round_trip_tvm(void **state)
+/* Every TVM graph of dir, imported, written and read back: what `tlsan import tvm -o` gives
+ * `tlsan check` is the model the importer built. Returns the number of graphs. */
+static size_t round_trip_tvm(const char *dir)
 {
-    (void)state;
-    const char *dir = TLSAN_SHARED_DIR "/real/tvm";
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    size_t n_graphs = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len < 6 || strcmp(ent->d_name + len - 5, ".json") != 0)
-            continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+    char **names;
+    size_t n = corpus_list_json(dir, &names);
+    for (size_t k = 0; k < n; k++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
         tlsan_plan *plan = NULL;
         tlsan_error err;
         char msg[1024];
         if (tlsan_import_tvm_file(path, &plan, &err) != TLSAN_OK)
             fail_msg("%s", tlsan_error_format(&err, msg, sizeof msg));
-        assert_round_trip(plan, n_graphs % 2 == 0);
+        assert_round_trip(plan, k % 2 == 0);
         tlsan_plan_free(plan);
-        n_graphs++;
     }
-    closedir(d);
-    assert_int_equal(n_graphs, 22);
+    corpus_free_list(names, n);
+    return n;
+}
+
+static void test_round_trip_own_corpus(void **state)
+{
+    (void)state;
+    size_t n_invalid, n_caches, n_plans;
+    round_trip_cases(corpus_own_cases(), &n_invalid, &n_caches, &n_plans);
+    /* tests/cases as of this writing: 37 invalid, 48 plans and two caches of 10 and 6. */
+    assert_int_equal(n_invalid, 37);
+    assert_int_equal(n_caches, 2);
+    assert_int_equal(n_plans, 48 + 16);
+    assert_int_equal(round_trip_tvm(corpus_own_tvm()), 1);
+}
+
+static void test_round_trip_shared_cases(void **state)
+{
+    (void)state;
+    char dir[1024];
+    assert_true(corpus_shared_sub("cases", dir, sizeof dir));
+    size_t n_invalid, n_caches, n_plans;
+    round_trip_cases(dir, &n_invalid, &n_caches, &n_plans);
+    /* The shared corpus as of this writing: one invalid case (invalid-unknown-tensor), one
+     * cache of 3 plans (cache-collision), and at least 28 lone plans. */
+    assert_int_equal(n_invalid, 1);
+    assert_int_equal(n_caches, 1);
+    assert_true(n_plans >= 28 + 3);
+}
+
+static void test_round_trip_tvm(void **state)
+{
+    (void)state;
+    char dir[1024];
+    assert_true(corpus_shared_sub("real/tvm", dir, sizeof dir));
+    assert_int_equal(round_trip_tvm(dir), 22);
 }
 
 int main(void)
@@ -552,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_members_in_caller_map),
         cmocka_unit_test(test_round_trip_builder),
+        cmocka_unit_test(test_round_trip_own_corpus),
     };
     const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_round_trip_shared_cases),
@@ -560,11 +575,7 @@ int main(void)
     int rc = cmocka_run_group_tests_name("plan_write", self_contained, NULL, NULL);
     if (rc != 0)
         return rc;
-    DIR *d = opendir(TLSAN_SHARED_DIR);
-    if (!d) {
-        fprintf(stderr, "skipping the shared corpus round trips: %s is absent\n", TLSAN_SHARED_DIR);
-        return 77;
-    }
-    closedir(d);
+    if (!corpus_have_shared("cases"))
+        return 0;
     return cmocka_run_group_tests_name("plan_write_shared", shared, NULL, NULL);
 }

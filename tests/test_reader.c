@@ -1,5 +1,6 @@
-/* Tests of the streaming plan reader: the shared cases parse, values land in the model
- * exactly, every invalid plan of tests/invalid/ gives its stated error (with any chunking
+/* Tests of the streaming plan reader: the case corpora parse (the project's own, and the
+ * shared one when present), invalid cases are refused at the stated place, values land in
+ * the model exactly, every invalid plan of tests/invalid/ gives its stated error (with any chunking
  * of the input), and allocation failures are reported cleanly. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,14 +12,11 @@
 #include "cache.h"
 #include "plan.h"
 #include "reader.h"
+#include "support/corpus.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-static bool shared_missing;
 
 /* Reads a whole file; NULL when it cannot. */
 static char *slurp(const char *path, size_t *len)
@@ -47,62 +45,30 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* ---- the case corpora ---- */
+
+/* An .expect reading "invalid" marks a case the reader must refuse. */
+static bool expects_invalid(const char *dir, const char *name)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%.*s.expect", dir, (int)(strlen(name) - 5), name);
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text)
+        fail_msg("%s: cannot read", path);
+    bool invalid = strncmp(text, "invalid", 7) == 0;
+    free(text);
+    return invalid;
 }
 
-/* Lists the *.json files of a directory, sorted; returns the count. */
-static size_t list_json(const char *dir, char ***out)
+/* Reads every case of dir: valid ones parse to a plan or a cache, invalid ones are refused
+ * naming the file and, where a NAME.where file gives it, the JSON path or line:column. */
+static void read_corpus(const char *dir, size_t *n_plans, size_t *n_caches, size_t *n_invalid,
+                        size_t *n_where)
 {
-    DIR *d = opendir(dir);
-    *out = NULL;
-    if (!d)
-        return 0;
-    size_t n = 0, cap = 0;
-    char **names = NULL;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            names = realloc(names, cap * sizeof *names);
-            assert_non_null(names);
-        }
-        names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
-    *out = names;
-    return n;
-}
-
-static void free_list(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-/* ---- the shared cases ---- */
-
-static void test_shared_cases_parse(void **state)
-{
-    (void)state;
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/cases", TLSAN_SHARED_DIR);
-    struct stat sb;
-    if (stat(dir, &sb) != 0) {
-        shared_missing = true;
-        print_message("skipping: %s is absent (a clone outside the team)\n", dir);
-        skip();
-    }
     char **names;
-    size_t n = list_json(dir, &names);
-    assert_true(n >= 28);
-    size_t n_plans = 0, n_caches = 0, n_invalid = 0;
+    size_t n = corpus_list_json(dir, &names);
+    *n_plans = *n_caches = *n_invalid = *n_where = 0;
     for (size_t i = 0; i < n; i++) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -110,26 +76,80 @@ static void test_shared_cases_parse(void **state)
         tlsan_cache *c = NULL;
         tlsan_error err;
         tlsan_status st = tlsan_read_file(path, &p, &c, &err);
-        if (strncmp(names[i], "invalid-", 8) == 0) {
-            assert_int_equal(st, TLSAN_ERR_INVALID);
+        if (expects_invalid(dir, names[i])) {
+            if (st != TLSAN_ERR_INVALID)
+                fail_msg("%s: accepted, but its .expect says invalid", path);
             assert_string_equal(err.file, path);
-            n_invalid++;
+            (*n_invalid)++;
+            char where_path[2048];
+            snprintf(where_path, sizeof where_path, "%.*s.where", (int)(strlen(path) - 5), path);
+            size_t len;
+            char *want = slurp(where_path, &len);
+            if (want) {
+                want[strcspn(want, "\n")] = '\0';
+                char got[sizeof err.where + 32];
+                if (err.line > 0)
+                    snprintf(got, sizeof got, "%d:%d", err.line, err.column);
+                else
+                    snprintf(got, sizeof got, "%s", err.where);
+                if (strcmp(got, want) != 0)
+                    fail_msg("%s: refused at '%s', want '%s' (%s)", path, got, want, err.what);
+                (*n_where)++;
+                free(want);
+            }
         } else {
             if (st != TLSAN_OK) {
                 char buf[1024];
                 fail_msg("%s", tlsan_error_format(&err, buf, sizeof buf));
             }
             assert_true((p != NULL) != (c != NULL));
-            n_plans += p != NULL;
-            n_caches += c != NULL;
+            *n_plans += p != NULL;
+            *n_caches += c != NULL;
         }
         tlsan_plan_free(p);
         tlsan_cache_free(c);
     }
+    corpus_free_list(names, n);
+}
+
+static void test_own_cases_parse(void **state)
+{
+    (void)state;
+    size_t n_plans, n_caches, n_invalid, n_where;
+    read_corpus(corpus_own_cases(), &n_plans, &n_caches, &n_invalid, &n_where);
+    /* tests/cases as of this writing: 48 plans, 2 caches, 37 invalid plans each with the
+     * place of its fault. */
+    assert_int_equal(n_plans, 48);
+    assert_int_equal(n_caches, 2);
+    assert_int_equal(n_invalid, 37);
+    assert_int_equal(n_where, 37);
+
+    /* The entry points for a lone plan name what they refuse. */
+    char path[2048];
+    tlsan_plan *p = NULL;
+    tlsan_error err;
+    snprintf(path, sizeof path, "%s/invalid-unknown-arena.json", corpus_own_cases());
+    assert_int_equal(tlsan_plan_read_file(path, &p, &err), TLSAN_ERR_INVALID);
+    assert_null(p);
+    assert_string_equal(err.where, "tensors[1].arena");
+    assert_string_equal(err.what, "unknown arena 'gpu'");
+    snprintf(path, sizeof path, "%s/cache-what-differs.json", corpus_own_cases());
+    assert_int_equal(tlsan_plan_read_file(path, &p, &err), TLSAN_ERR_INVALID);
+    assert_null(p);
+    assert_string_equal(err.where, "tlsan_plan_cache");
+    assert_non_null(strstr(err.what, "plan cache"));
+}
+
+static void test_shared_cases_parse(void **state)
+{
+    (void)state;
+    char dir[1024];
+    assert_true(corpus_shared_sub("cases", dir, sizeof dir));
+    size_t n_plans, n_caches, n_invalid, n_where;
+    read_corpus(dir, &n_plans, &n_caches, &n_invalid, &n_where);
+    assert_true(n_plans >= 26);
     assert_int_equal(n_caches, 1);
     assert_int_equal(n_invalid, 1);
-    assert_int_equal(n_plans, n - 2);
-    free_list(names, n);
 
     /* The one invalid case names the unknown tensor exactly. */
     char path[2048];
@@ -382,7 +402,7 @@ static void test_invalid_corpus(void **state)
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/invalid", TLSAN_SOURCE_DIR);
     char **names;
-    size_t n = list_json(dir, &names);
+    size_t n = corpus_list_json(dir, &names);
     assert_true(n >= 120);
     static const size_t chunks[] = {1, 3, 7, 64 * 1024};
     for (size_t i = 0; i < n; i++) {
@@ -423,7 +443,7 @@ static void test_invalid_corpus(void **state)
         free(text);
     }
     print_message("%zu invalid plans refused with their stated errors\n", n);
-    free_list(names, n);
+    corpus_free_list(names, n);
 }
 
 /* ---- positions, entry points, I/O ---- */
@@ -561,16 +581,18 @@ static void test_many_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_cases_parse),     cmocka_unit_test(test_values_land_in_model),
+        cmocka_unit_test(test_own_cases_parse),        cmocka_unit_test(test_values_land_in_model),
         cmocka_unit_test(test_integer_limits),         cmocka_unit_test(test_invalid_corpus),
         cmocka_unit_test(test_positions_across_lines), cmocka_unit_test(test_entry_points),
         cmocka_unit_test(test_fault_injection),        cmocka_unit_test(test_many_keys),
     };
+    const struct CMUnitTest shared[] = {
+        cmocka_unit_test(test_shared_cases_parse),
+    };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (failed == 0 && shared_missing) {
-        fprintf(stderr, "test_reader: %s is absent; the shared-corpus test was skipped\n",
-                TLSAN_SHARED_DIR);
-        return 77;
-    }
-    return failed;
+    if (failed != 0)
+        return failed;
+    if (!corpus_have_shared("cases"))
+        return 0;
+    return cmocka_run_group_tests(shared, NULL, NULL);
 }

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# Every shared case must give exactly its .expect: `tlsan check --format json CASE` prints one
-# JSON object whose findings, as "kind tensor..." lines (names sorted), are the .expect's
-# lines; an .expect reading `invalid` means exit status 2. The exit status must also be 1
-# exactly when findings are expected, 0 when none.
-# Usage: cases.sh TLSAN_BIN SHARED_DIR [SOURCE_DIR]
+# Every case of the project's corpus (tests/cases) and, when present, of the shared corpus
+# must give exactly its .expect: `tlsan check --format json CASE` prints one JSON object
+# whose findings, as "kind tensor..." lines (names sorted), are the .expect's lines; an
+# .expect reading `invalid` means exit status 2, with a message naming the file and, where a
+# NAME.where file gives it, the JSON path or line:column of the fault. The exit status must
+# also be 1 exactly when findings are expected, 0 when none.
+# Usage: cases.sh TLSAN_BIN SHARED_DIR SOURCE_DIR (TLSAN_SHARED_DIR overrides SHARED_DIR)
 set -u -o pipefail
-bin=${1:?usage: cases.sh TLSAN_BIN SHARED_DIR}
-shared=${2:?usage: cases.sh TLSAN_BIN SHARED_DIR}
-dir=$shared/cases
-if [ ! -d "$dir" ]; then
-    echo "SKIP: no shared cases at $dir (the shared corpus is absent in this clone)"
-    exit 77
-fi
+usage="usage: cases.sh TLSAN_BIN SHARED_DIR SOURCE_DIR"
+bin=${1:?$usage}
+shared=${TLSAN_SHARED_DIR:-${2:?$usage}}
+src=${3:?$usage}
 export LC_ALL=C
 
 # "kind a b" per finding, names sorted, one line each, sorted and unique.
@@ -38,6 +37,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 passed=0
 failed=0
+# check_dir DIR: every case of DIR.
+check_dir() {
+local dir=$1 plan
 for plan in "$dir"/*.json; do
     name=$(basename "$plan" .json)
     expect=${plan%.json}.expect
@@ -57,6 +59,13 @@ for plan in "$dir"/*.json; do
             *"$plan"*) ;;
             *) problem="the error message does not name the file: $err" ;;
         esac
+        if [ -z "$problem" ] && [ -f "${plan%.json}.where" ]; then
+            where=$(head -n 1 "${plan%.json}.where")
+            case "$err" in
+                *"$plan: $where: "* | *"$plan:$where: "*) ;;
+                *) problem="the error is not at $where: $err" ;;
+            esac
+        fi
     else
         if [ "$(printf '%s\n' "$out" | wc -l)" != 1 ]; then
             problem="want one line of JSON, got: $out"
@@ -80,5 +89,21 @@ for plan in "$dir"/*.json; do
         echo "FAIL $name: $problem"
     fi
 done
+}
+
+own=$src/tests/cases
+n_own=$(ls "$own"/*.json 2>/dev/null | wc -l)
+# The corpus as of this writing; fewer means it was not found or lost files.
+if [ "$n_own" -lt 87 ]; then
+    echo "FAIL: $n_own cases in $own, want at least 87"
+    failed=$((failed + 1))
+fi
+check_dir "$own"
+echo "own corpus ($own): $passed passed, $failed failed"
+if [ -d "$shared/cases" ]; then
+    check_dir "$shared/cases"
+else
+    echo "note: no shared cases at $shared/cases; the additional check against them did not run"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

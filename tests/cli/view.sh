@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # `tlsan view` and `tlsan check --svg` end to end: exit statuses, the same errors as
 # `tlsan check` for invalid input, a plan cache, a TVM graph and a recorded run; then the
-# page of a shared case with a conflict is opened in headless Chromium and the DOM the
-# page's script built is read back: the right rectangles exist, the conflicting pair is
-# red with its collision drawn, and the branch-path selector shows one path at a time.
-# Skips (77, with a SKIP: line) without the shared corpus, and without Chromium (Debian:
-# apt-get install chromium) once the checks that need no browser have passed.
-# Usage: view.sh TLSAN_BIN SHARED_DIR [SOURCE_DIR]
+# page of a case with a conflict is opened in headless Chromium and the DOM the page's
+# script built is read back: the right rectangles exist, the conflicting pair is red with
+# its collision drawn, and the branch-path selector shows one path at a time. The plans are
+# the project's own (tests/cases, tests/tvm); a real TVM graph of the shared corpus is
+# viewed too when present. Skips (77, with a SKIP: line) without Chromium (Debian: apt-get
+# install chromium) once the checks that need no browser have passed.
+# Usage: view.sh TLSAN_BIN SHARED_DIR SOURCE_DIR (TLSAN_SHARED_DIR overrides SHARED_DIR)
 set -u -o pipefail
-bin=${1:?usage: view.sh TLSAN_BIN SHARED_DIR}
-shared=${2:?usage: view.sh TLSAN_BIN SHARED_DIR}
-cases=$shared/cases
-if [ ! -f "$cases/overlap-basic.json" ]; then
-    echo "SKIP: no shared cases at $cases (the shared corpus is absent in this clone)"
-    exit 77
-fi
+usage="usage: view.sh TLSAN_BIN SHARED_DIR SOURCE_DIR"
+bin=${1:?$usage}
+shared=${TLSAN_SHARED_DIR:-${2:?$usage}}
+src=${3:?$usage}
+cases=$src/tests/cases
 export LC_ALL=C
 tmp=$(mktemp -d) || exit 1
 trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
@@ -43,19 +42,19 @@ expect_count() {
 }
 
 # ---- the command line ----
-run view "$cases/overlap-basic.json" -o "$tmp/overlap.html"
+run view "$cases/view-chain.json" -o "$tmp/overlap.html"
 expect_rc 0 "view of a plan with findings"
 [ -s "$tmp/overlap.html" ] && ok || bad "view wrote no page"
-run view "$cases/clean-chain.json" -o "$tmp/clean.html"
+run view "$cases/clean-reuse-chain.json" -o "$tmp/clean.html"
 expect_rc 0 "view of a clean plan"
-run view "$cases/cache-collision.json" -o "$tmp/cache.html"
+run view "$cases/cache-what-differs.json" -o "$tmp/cache.html"
 expect_rc 0 "view of a plan cache"
-expect_count "$tmp/cache.html" '"label":"[^"]*cache-collision.json: plans\[[0-9]\]' 3 \
+expect_count "$tmp/cache.html" '"label":"[^"]*cache-what-differs.json: plans\[[0-9]\]' 6 \
     "one section per cached plan"
 # Invalid input: status 2 and exactly the message `tlsan check` gives, no page.
-run check "$cases/invalid-unknown-tensor.json"
+run check "$cases/invalid-unknown-tensor-in-inplace.json"
 check_err=$err
-run view "$cases/invalid-unknown-tensor.json" -o "$tmp/invalid.html"
+run view "$cases/invalid-unknown-tensor-in-inplace.json" -o "$tmp/invalid.html"
 expect_rc 2 "view of an invalid plan"
 [ "$err" = "$check_err" ] && ok || bad "view's error '$err' differs from check's '$check_err'"
 [ ! -s "$tmp/invalid.html" ] && ok || bad "a page was written for an invalid plan"
@@ -63,37 +62,41 @@ run view "$tmp/no-such-file.json" -o "$tmp/x.html"
 expect_rc 2 "view of a missing file"
 run view
 expect_rc 2 "view without an input"
-run view --bogus "$cases/overlap-basic.json"
+run view --bogus "$cases/view-chain.json"
 expect_rc 2 "view with an unknown option"
 # Standard output when no -o is given.
-run view "$cases/overlap-basic.json"
+run view "$cases/view-chain.json"
 expect_rc 0 "view to standard output"
 grep -q '</html>' "$tmp/out" && ok || bad "no page on standard output"
 
 # check --svg: the report as usual (status 1), plus the picture.
-run check --svg "$tmp/overlap.svg" "$cases/overlap-basic.json"
+run check --svg "$tmp/overlap.svg" "$cases/view-chain.json"
 expect_rc 1 "check --svg with a finding"
 grep -q 'SUMMARY: tlsan: 1 finding' "$tmp/out" && ok || bad "check --svg lost the text report"
 expect_count "$tmp/overlap.svg" '<rect class="root conflict"[^>]*fill="#d62728"' 2 "svg: red pair"
 expect_count "$tmp/overlap.svg" '<rect class="root"' 3 "svg: other roots"
 expect_count "$tmp/overlap.svg" '<rect class="collision"' 1 "svg: one collision"
-run check --format json --svg "$tmp/several.svg" "$cases/overlap-basic.json" \
-    "$cases/view-keeps-base-alive.json"
+run check --format json --svg "$tmp/several.svg" "$cases/view-chain.json" \
+    "$cases/view-beyond-base.json"
 expect_rc 1 "check --svg over two plans"
 expect_count "$tmp/several.svg" '<g class="arena"' 2 "svg: one panel per plan's arena"
-expect_count "$tmp/several.svg" '<rect class="view"' 1 "svg: the view inside its root"
+expect_count "$tmp/several.svg" '<rect class="view"' 2 "svg: the views inside their root"
+expect_count "$tmp/several.svg" '<rect class="view flagged"' 1 "svg: the view past its base, flagged"
 if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$tmp/overlap.svg" &&
         ok || bad "the SVG is not well-formed XML"
 fi
 
-# A TVM graph and a recorded run (when the corpus and the example engine are there).
+# A TVM graph (our own; a real one too when the shared corpus is there) and a recorded run.
+run view --from tvm "$src/tests/tvm/mlp_graph.json" -o "$tmp/tvm.html"
+expect_rc 0 "view --from tvm"
+expect_count "$tmp/tvm.html" '"reshape0","relu0@7"\]' 2 "view --from tvm: the graph's tensors and ops"
 tvm=$(ls "$shared"/real/tvm/*.json 2>/dev/null | head -n 1)
 if [ -n "$tvm" ]; then
-    run view --from tvm "$tvm" -o "$tmp/tvm.html"
-    expect_rc 0 "view --from tvm"
+    run view --from tvm "$tvm" -o "$tmp/tvm-real.html"
+    expect_rc 0 "view --from tvm of a real graph"
 else
-    skipped="$skipped real TVM graphs (absent);"
+    echo "note: no real TVM graphs at $shared/real/tvm; the additional check against one did not run"
 fi
 engine=$(dirname "$bin")/examples/engine/engine
 if [ -x "$engine" ] && [ -f "$(dirname "$bin")/libtlsan.so" ]; then
@@ -133,34 +136,37 @@ if [ -z "$browser" ]; then
 else
     dom "file://$tmp/overlap.html" "$tmp/overlap.dom" || bad "chromium failed: $(tail -3 "$tmp/browser.err")"
     grep -q 'data-tlsan-ready="1"' "$tmp/overlap.dom" && ok || bad "the page's script did not finish"
-    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="[^"]*"' 5 "dom: one rectangle per root"
-    for t in a c; do
+    expect_count "$tmp/overlap.dom" '<rect [^>]*class="root[^"]*" [^>]*data-name="[^"]*"' 5 "dom: one rectangle per root"
+    expect_count "$tmp/overlap.dom" '<rect [^>]*class="view" [^>]*data-name="v[12]"' 2 "dom: the two views"
+    for t in r t; do
         expect_count "$tmp/overlap.dom" "<rect [^>]*fill=\"#d62728\"[^>]*class=\"root conflict\" [^>]*data-name=\"$t\"" 1 \
             "dom: $t is red"
     done
-    for t in x b y; do
+    for t in x q y; do
         expect_count "$tmp/overlap.dom" "<rect [^>]*fill=\"#9ecae1\"[^>]*class=\"root\" [^>]*data-name=\"$t\"" 1 \
             "dom: $t is drawn, not red"
     done
-    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="a" data-life="0 3"' 1 "dom: a lives 0..3"
-    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="c" data-life="2 3"' 1 "dom: c lives 2..3"
-    expect_count "$tmp/overlap.dom" '<rect [^>]*class="collision" data-kind="live-overlap" data-tensors="a c"' 1 \
-        "dom: the collision of a and c"
-    expect_count "$tmp/overlap.dom" '<li class="finding" data-kind="live-overlap" data-tensors="a c"' 1 \
+    # r lives 0..3 through the read of its view's view at 3; x, an input read at 2, -1..2.
+    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="r" data-life="0 3"' 1 "dom: r lives 0..3"
+    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="t" data-life="2 3"' 1 "dom: t lives 2..3"
+    expect_count "$tmp/overlap.dom" '<rect [^>]*data-name="x" data-life="-1 2"' 1 "dom: x lives -1..2"
+    expect_count "$tmp/overlap.dom" '<rect [^>]*class="collision" data-kind="live-overlap" data-tensors="r t"' 1 \
+        "dom: the collision of r and t"
+    expect_count "$tmp/overlap.dom" '<li class="finding" data-kind="live-overlap" data-tensors="r t"' 1 \
         "dom: the finding listed beside the chart"
-    grep -q '"mode":"svg","drawn":5,"binned":0,"conflicts":\["a","c"\]' "$tmp/overlap.dom" && ok ||
-        bad "dom: the page's own summary is not 5 drawn with a, c in conflict"
-    # The path selector: on c0=then (path 0) u does not exist and there is no collision; on
-    # c0=else (path 1) u is drawn red with the collision; all paths together show both.
-    run view "$cases/branch-union-needed.json" -o "$tmp/branch.html"
+    grep -q '"mode":"svg","drawn":7,"binned":0,"conflicts":\["r","t"\]' "$tmp/overlap.dom" && ok ||
+        bad "dom: the page's own summary is not 7 drawn with r, t in conflict"
+    # The path selector: on c0=then (path 0) alt does not exist and there is no collision; on
+    # c0=else (path 1) alt is drawn red with the collision; all paths together show both.
+    run view "$cases/branch-arm-reuses-live-bytes.json" -o "$tmp/branch.html"
     dom "file://$tmp/branch.html" "$tmp/branch.dom"
     dom "file://$tmp/branch.html#path=0" "$tmp/branch0.dom"
     dom "file://$tmp/branch.html#path=1" "$tmp/branch1.dom"
     expect_count "$tmp/branch.dom" '<option value="[01]">c0=(then|else)</option>' 2 "dom: two paths listed"
-    expect_count "$tmp/branch.dom" '<rect [^>]*data-name="u"' 1 "dom: u on the union"
-    expect_count "$tmp/branch0.dom" '<rect [^>]*data-name="u"' 0 "dom: no u on c0=then"
+    expect_count "$tmp/branch.dom" '<rect [^>]*data-name="alt"' 1 "dom: alt on the union"
+    expect_count "$tmp/branch0.dom" '<rect [^>]*data-name="alt"' 0 "dom: no alt on c0=then"
     expect_count "$tmp/branch0.dom" '<rect [^>]*class="collision"' 0 "dom: no collision on c0=then"
-    expect_count "$tmp/branch1.dom" '<rect [^>]*fill="#d62728"[^>]*data-name="u"' 1 "dom: u red on c0=else"
+    expect_count "$tmp/branch1.dom" '<rect [^>]*fill="#d62728"[^>]*data-name="alt"' 1 "dom: alt red on c0=else"
     expect_count "$tmp/branch1.dom" '<rect [^>]*class="collision" data-kind="live-overlap"' 1 \
         "dom: the collision on c0=else"
 fi
