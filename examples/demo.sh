@@ -8,8 +8,24 @@
 # the expected one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$(nproc)" >/dev/null ||
-  { echo "demo: build failed" >&2; exit 2; }
+# The build shows its progress: one line per target built (the whole log is kept in
+# build/demo-build.log, and its end is shown when the build fails).
+mkdir -p build
+echo "== Building tlsan (cmake, RelWithDebInfo; about 4 minutes on 2 cores, log in build/demo-build.log)"
+start=$SECONDS
+: >build/demo-build.log
+{ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build -j"$(nproc)"; } >build/demo-build.log 2>&1 &
+build_pid=$!
+# Follow the log: print each "Built target" line with its percentage as it appears.
+tail -n +1 -f build/demo-build.log --pid="$build_pid" | grep --line-buffered -E '^\[ *[0-9]+%\] Built target|^-- (Configuring|Generating) done' |
+  sed -u 's/^/demo:   /'
+if ! wait "$build_pid"; then
+  echo "demo: build failed; the end of build/demo-build.log:" >&2
+  tail -n 40 build/demo-build.log >&2
+  exit 2
+fi
+echo "demo: built in $((SECONDS - start)) s"
+echo
 tlsan=build/tlsan
 bad=0
 
@@ -46,10 +62,12 @@ if [ -x "$engine" ] && [ -f build/libtlsan.so ]; then
   mkdir -p "$work"
   echo
   echo "== The runtime shim on the example engine (examples/engine): a correct run is silent"
+  echo "-- under tlsan: tlsan run -- engine --exec pool"
   (cd "$work" && ../tlsan run --trace clean.trace -- ../examples/engine/engine --exec pool)
   [ $? = 0 ] || { echo "demo: the correct engine run reported something" >&2; bad=1; }
   echo
   echo "== The same engine with a planner bug (--inject lifetime-short), caught while it runs"
+  echo "-- under tlsan: tlsan run -- engine --inject lifetime-short"
   (cd "$work" && ../tlsan run --trace bug.trace -- ../examples/engine/engine --inject lifetime-short)
   [ $? = 1 ] || { echo "demo: the planted bug was not reported" >&2; bad=1; }
   echo
@@ -65,12 +83,16 @@ if [ -x "$ggml" ] && [ -f build/libtlsan.so ]; then
   echo "== A real ggml program (prebuilt ggml 0.23.0 from npm): a transformer block allocated by"
   echo "   ggml_gallocr, computed under the shim: the graph is checked as a plan, node by node"
   echo "   with checksums, and the outputs match the native run"
+  # ggml prints its own banner on standard error in both runs: each run is labelled.
+  echo "-- native run (without tlsan): ggml_graphs --graph block"
   native=$("$ggml" --graph block)
+  echo "-- under tlsan: tlsan run -- ggml_graphs --graph block"
   shimmed=$(cd "$work" && ../tlsan run --trace ggml-clean.trace -- ../examples/ggml/ggml_graphs --graph block)
   [ $? = 0 ] || { echo "demo: the correct ggml run reported something" >&2; bad=1; }
   if [ "$native" = "$shimmed" ]; then echo "outputs identical to the native run"; else echo "demo: outputs differ" >&2; bad=1; fi
   echo
   echo "== The same graph with an injected fault: node 12 ('kq') moved onto a live tensor"
+  echo "-- under tlsan: tlsan run --options inject=move@12 -- ggml_graphs --graph block"
   (cd "$work" && ../tlsan run --trace ggml-bug.trace --options inject=move@12 -- ../examples/ggml/ggml_graphs --graph block >/dev/null)
   [ $? = 1 ] || { echo "demo: the injected ggml fault was not reported" >&2; bad=1; }
 elif [ ! -d .deps/ggml ]; then

@@ -461,12 +461,17 @@ static void inplace_why(const checker *c, const inplace_decl *d, uint32_t a, lif
         snprintf(buf, n, "op '%s' is conditional and the paths were too many to tell", kn);
     else if (!op_runs(&c->ps, d->op))
         snprintf(buf, n, "op '%s' does not run on this path", kn);
-    else if (lin.last != (int32_t)d->op)
-        snprintf(buf, n, "'%s' is still live at step %d, after op '%s' (step %u)", inn, lin.last,
-                 kn, d->op);
-    else
-        snprintf(buf, n, "'%s' is already live at step %d, before op '%s' (step %u)", on,
-                 lout.first, kn, d->op);
+    else if (lin.last != (int32_t)d->op) {
+        char note[400];
+        report_step_note(p, in->root, lin.first, lin.last, lin.last, note, sizeof note);
+        snprintf(buf, n, "'%s' is still live at step %d%s, after op '%s' (step %u)", inn, lin.last,
+                 note, kn, d->op);
+    } else {
+        char note[400];
+        report_step_note(p, out->root, lout.first, lout.last, lout.first, note, sizeof note);
+        snprintf(buf, n, "'%s' is already live at step %d%s, before op '%s' (step %u)", on,
+                 lout.first, note, kn, d->op);
+    }
 }
 
 /* First access of a root on the current path, or NO_INDEX. */
@@ -509,6 +514,16 @@ static int report_unordered(checker *c, uint32_t e, uint32_t l, life le, life ll
     f.lifetimes[1][1] = ll.last;
     f.op_index = lf;
     f.op_index2 = bad;
+    /* every access of e not ordered before lf, not only the first */
+    uint32_t listed[TLSAN_MAX_LISTED_OPS];
+    int64_t listed_ops[TLSAN_MAX_LISTED_OPS];
+    f.n_unordered_total =
+        order_unordered(&c->oc, c->ps.all_run ? NULL : &c->ps, e, lf, listed, TLSAN_MAX_LISTED_OPS);
+    f.n_unordered_ops =
+        f.n_unordered_total < TLSAN_MAX_LISTED_OPS ? f.n_unordered_total : TLSAN_MAX_LISTED_OPS;
+    for (size_t i = 0; i < f.n_unordered_ops; i++)
+        listed_ops[i] = listed[i];
+    f.unordered_ops = listed_ops;
     pair_geometry(c, &f, e, l);
     set_path(c, &f);
     return report_add(c->r, &f,
@@ -572,7 +587,7 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
             set_path(c, &f);
             int rc;
             if (nd) {
-                char why[512];
+                char why[1024];
                 inplace_why(c, &c->decls[d0], a, la, lb, why, sizeof why);
                 rc = report_add(c->r, &f,
                                 "'%s' and '%s' are declared in-place by op '%s' but are both "
@@ -797,11 +812,10 @@ tlsan_status tlsan_check(const tlsan_plan *plan, const tlsan_check_options *opti
     tlsan_report *r = report_new(plans, 1, false);
     if (!r)
         return TLSAN_ERR_NOMEM;
-    if (check_one(plan, options, r, -1) != 0) {
+    if (check_one(plan, options, r, -1) != 0 || report_sort(r) != 0) {
         tlsan_report_free(r);
         return TLSAN_ERR_NOMEM;
     }
-    report_sort(r);
     *out = r;
     return TLSAN_OK;
 }
@@ -825,9 +839,8 @@ tlsan_status tlsan_check_cache(const tlsan_cache *cache, const tlsan_check_optio
     for (size_t i = 0; i < n; i++)
         if (check_one(r->plans[i], options, r, (int64_t)i) != 0)
             goto nomem;
-    if (cache_collisions(cache, r) != 0)
+    if (cache_collisions(cache, r) != 0 || report_sort(r) != 0)
         goto nomem;
-    report_sort(r);
     *out = r;
     return TLSAN_OK;
 nomem:

@@ -34,6 +34,84 @@
 
 enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
 
+/* Each subcommand's --help: its usage line and every option it takes. */
+static const char check_help[] =
+    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
+    "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
+    "\n"
+    "Checks plan files (plans or plan caches; '-' reads standard input) and reports every\n"
+    "unsafe decision.\n"
+    "\n"
+    "Options:\n"
+    "  -f, --format FORMAT text (default, sanitizer style), json (one object per input per\n"
+    "                      line) or sarif (SARIF 2.1.0, one log over all inputs)\n"
+    "  -o, --output FILE   write the report to FILE instead of standard output\n"
+    "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
+    "  --from plan|tvm     the inputs are plans (default) or TVM graph-executor JSON files\n"
+    "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
+    "                      union of paths (default 4096)\n"
+    "  --                  ends the options: every argument after it is a file\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Exit status: 0 no finding, 1 findings, 2 invalid input or usage error.\n";
+
+static const char replay_help[] =
+    "usage: tlsan replay [--format text|json|sarif] [-o FILE] [--svg FILE] [--max-paths N]\n"
+    "                    [--no-symbolize] TRACE...\n"
+    "\n"
+    "Rebuilds the plan a recorded run performed (a libtlsan.so trace) and checks it, with\n"
+    "every plan the engine handed over.\n"
+    "\n"
+    "Options:\n"
+    "  -f, --format FORMAT text (default), json or sarif, as for tlsan check\n"
+    "  -o, --output FILE   write the report to FILE instead of standard output\n"
+    "  --svg FILE          also draw the replayed plans as a static SVG\n"
+    "  --max-paths N       branch paths enumerated per pair (default 4096)\n"
+    "  --no-symbolize      keep stacks as module+offset instead of reading function and\n"
+    "                      line from the binaries\n"
+    "  --                  ends the options: every argument after it is a trace\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Exit status: 0 no finding, 1 findings (also those the process reported while it ran),\n"
+    "2 an unreadable trace or usage error.\n";
+
+static const char view_help[] =
+    "usage: tlsan view [--from plan|tvm] -o OUT.html PLAN|TRACE\n"
+    "\n"
+    "Draws a plan, plan cache, TVM graph or recorded run (a trace, found by its magic) as one\n"
+    "self-contained HTML page: tensors over steps and bytes, conflicts in red.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE   write the page to FILE ('-' for standard output; without -o the\n"
+    "                      page is written to standard output only when that is not a\n"
+    "                      terminal)\n"
+    "  --from plan|tvm     the input is a plan (default) or a TVM graph-executor JSON\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Exit status: 0 the page was written (findings or not), 2 invalid input or usage error.\n";
+
+static const char import_help[] =
+    "usage: tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "\n"
+    "Converts a TVM graph-executor JSON (deploy_graph.json) into a plan.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Exit status: 0 written, 2 invalid input or usage error.\n";
+
+static const char export_help[] =
+    "usage: tlsan export TRACE [-o PLAN.json]\n"
+    "\n"
+    "Writes the plan a recorded run performed (a libtlsan.so trace), in the plan format.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Exit status: 0 written, 2 an unreadable trace or usage error.\n";
+
 static const char usage_text[] =
     "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
     "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
@@ -394,7 +472,7 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
                 return usage_error("--max-paths needs a positive integer, not '%s'", v ? v : "");
             args->options.max_paths = (uint32_t)n;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
+            fputs(replay ? replay_help : check_help, stdout);
             return -1; /* handled: exit 0 */
         } else {
             return usage_error("unknown option '%s'", a);
@@ -602,7 +680,7 @@ static int cmd_view(int argc, char **argv)
             args.from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
             from_given = true;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
+            fputs(view_help, stdout);
             return EXIT_CLEAN;
         } else {
             return usage_error("unknown option '%s'", a);
@@ -610,6 +688,10 @@ static int cmd_view(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s: no plan or trace given", "view");
+    /* A page of HTML is no use on a terminal: ask where it should go. */
+    if (!args.out_path && isatty(STDOUT_FILENO))
+        return usage_error("%s", "view writes an HTML page: give -o OUT.html (or -o - to "
+                                 "write it to the terminal anyway)");
     if (!from_given && view_file_is_trace(file))
         args.from = SOURCE_TRACE;
     input_list units = {0};
@@ -630,8 +712,8 @@ static int cmd_view(int argc, char **argv)
 
 /* The arguments of a command that takes one input file and -o FILE (export, import tvm).
  * Returns -1 when they are fine, else the exit status to return (usage printed). */
-static int parse_one_input(int argc, char **argv, const char *what, const char **file,
-                           const char **out_path)
+static int parse_one_input(int argc, char **argv, const char *what, const char *help,
+                           const char **file, const char **out_path)
 {
     const char *v;
     *file = *out_path = NULL;
@@ -646,7 +728,7 @@ static int parse_one_input(int argc, char **argv, const char *what, const char *
                 return usage_error("%s needs a file name", a);
             *out_path = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
+            fputs(help, stdout);
             return EXIT_CLEAN;
         } else {
             return usage_error("unknown option '%s'", a);
@@ -662,7 +744,7 @@ static int export_trace(const char *trace, const char *out_path);
 static int cmd_export(int argc, char **argv)
 {
     const char *trace, *out_path;
-    int usage = parse_one_input(argc, argv, "export", &trace, &out_path);
+    int usage = parse_one_input(argc, argv, "export", export_help, &trace, &out_path);
     if (usage >= 0)
         return usage;
     /* A run directory: its one trace; with several, which plan is wanted is not ours to
@@ -720,12 +802,16 @@ static int export_trace(const char *trace, const char *out_path)
 
 static int cmd_import(int argc, char **argv)
 {
+    if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
+        fputs(import_help, stdout);
+        return EXIT_CLEAN;
+    }
     if (argc < 1)
         return usage_error("%s: which format? (tlsan import tvm GRAPH.json)", "import");
     if (strcmp(argv[0], "tvm") != 0)
         return usage_error("cannot import '%s': only 'tvm' is known", argv[0]);
     const char *graph, *out_path;
-    int usage = parse_one_input(argc - 1, argv + 1, "import tvm", &graph, &out_path);
+    int usage = parse_one_input(argc - 1, argv + 1, "import tvm", import_help, &graph, &out_path);
     if (usage >= 0)
         return usage;
 

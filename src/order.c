@@ -447,3 +447,30 @@ bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_fi
     return clocks_answer(oc, ix->op[ix->start[early]], late_first) &&
            clocks_order(oc, early, late_first, &bad);
 }
+
+size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                       uint32_t *ops, size_t max)
+{
+    const access_index *ix = oc->ix;
+    uint32_t a0 = ix->start[early], a1 = ix->start[early + 1], bad;
+    if (oc->total || a0 == a1)
+        return 0;
+    /* The same judgement as order_forces(), carried on past the first unordered access. */
+    bool clocks = clocks_answer(oc, ix->op[a0], late_first);
+    if (!clocks)
+        walk_back(oc, ps, early, late_first, &bad); /* leaves the ops it reached stamped */
+    const uint32_t *v = clocks ? oc->vc + (size_t)late_first * oc->width : NULL;
+    size_t n = 0;
+    for (uint32_t a = a0; a < a1 && ix->op[a] < late_first; a++) {
+        uint32_t y = ix->op[a];
+        if (!clocks && ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
+            continue;
+        bool before = clocks ? v[oc->chain[y]] >= oc->seq[y] : oc->visited[y] == oc->memo_gen;
+        if (before)
+            continue;
+        if (n < max)
+            ops[n] = y;
+        n++;
+    }
+    return n;
+}

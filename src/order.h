@@ -71,4 +71,10 @@ bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, 
  * tell or the answer is no. Never walks the graph. */
 bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first);
 
+/* Every access of root `early` (op indices, ascending, on the path of `ps`; every path when
+ * ps is NULL, as order_forces_all_paths() judges) that is not ordered before op
+ * `late_first`: writes the first `max` into ops and returns how many there are in all. */
+size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                       uint32_t *ops, size_t max);
+
 #endif

@@ -150,6 +150,8 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->arena_by_name.v);
     free(p->tensor_by_name.v);
     free(p->op_by_name.v);
+    free(p->tensor_src.v);
+    free(p->op_src.v);
     free(p->ifs);
     free(p->loops);
     free(p->op_stream);
@@ -822,4 +824,38 @@ const char *tlsan_plan_tensor_name(const tlsan_plan *p, size_t i)
 const char *tlsan_plan_op_name(const tlsan_plan *p, size_t i)
 {
     return p && i < p->n_ops ? strtab_str(&p->strings, p->ops[i].name) : NULL;
+}
+
+int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column)
+{
+    u32vec *v = is_op ? &p->op_src : &p->tensor_src;
+    size_t n = is_op ? p->n_ops : p->n_tensors;
+    if (n == 0 || VEC_RESERVE(*v, 2 * n - v->n) != 0)
+        return -1;
+    while (v->n < 2 * (n - 1))
+        v->v[v->n++] = 0; /* records added without a position */
+    v->v[v->n++] = line;
+    v->v[v->n++] = column;
+    return 0;
+}
+
+static bool source_of(const u32vec *v, size_t i, int *line, int *column)
+{
+    if (2 * i + 1 >= v->n || v->v[2 * i] == 0)
+        return false;
+    if (line)
+        *line = (int)v->v[2 * i];
+    if (column)
+        *column = (int)v->v[2 * i + 1];
+    return true;
+}
+
+bool tlsan_plan_tensor_source(const tlsan_plan *p, size_t index, int *line, int *column)
+{
+    return p && index < p->n_tensors && source_of(&p->tensor_src, index, line, column);
+}
+
+bool tlsan_plan_op_source(const tlsan_plan *p, size_t index, int *line, int *column)
+{
+    return p && index < p->n_ops && source_of(&p->op_src, index, line, column);
 }

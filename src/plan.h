@@ -114,6 +114,10 @@ struct tlsan_plan {
     u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
     u64vec shape_pool; /* shape extents */
 
+    /* Where each tensor and op object begins in the file it was read from: (line, column)
+     * pairs, 1-based, by index; 0 or absent for records not read from a file. */
+    u32vec tensor_src, op_src;
+
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
     u32vec arena_by_name, tensor_by_name, op_by_name;
 
@@ -142,6 +146,10 @@ static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec
     static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE};
     return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
 }
+
+/* Records where the object of the last tensor (is_op false) or op added begins in its
+ * file: line and column, 1-based. 0, or -1 when out of memory. */
+int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column);
 
 /* Bytes the dtype and shape of tensor t need (saturating at UINT64_MAX); 0 when none. */
 uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t);

@@ -191,7 +191,8 @@ typedef struct offvec {
 /* The arena, tensor or op being read; reused for every object so that its buffers are
  * allocated once for the largest object, not once per object. */
 typedef struct obj {
-    uint64_t seen; /* FB(field) of the keys given */
+    uint64_t seen;    /* FB(field) of the keys given */
+    int line, column; /* where its object begins */
     size_t str[S_COUNT_];
     uint64_t bytes, offset, view_offset, alignment;
     unsigned flags;
@@ -254,6 +255,12 @@ typedef struct reader {
     obj o;
 
     int line, column; /* position of the next byte fed to yajl, 1-based */
+    /* A cursor in the chunk yajl is parsing, moved forward only, so that finding where each
+     * object begins costs one pass over the text: byte offset and its line and column. */
+    const unsigned char *chunk;
+    size_t cur_off;
+    int cur_line, cur_column;
+    int map_line, map_column; /* where the object just opened begins */
     bool done;
 } reader;
 
@@ -784,6 +791,8 @@ static bool list_item(reader *r, frame *f, vkind vk)
         r->plan_index = f->n_items - 1;
     } else {
         obj_reset(&r->o);
+        r->o.line = r->map_line;
+        r->o.column = r->map_column;
     }
     return push(r, kinds[f->kind].item, true, F_UNKNOWN);
 }
@@ -1175,6 +1184,9 @@ static bool finish_tensor(reader *r)
     t.n_stack = o->lists[L_STACK].n;
     tlsan_error be;
     tlsan_status st = tlsan_plan_add_tensor(r->cur->plan, &t, &be);
+    if (st == TLSAN_OK &&
+        plan_set_source(r->cur->plan, false, (uint32_t)o->line, (uint32_t)o->column) != 0)
+        return nomem(r);
     return st == TLSAN_OK ? true : fail_builder(r, st, &be, r->n_frames - 1);
 }
 
@@ -1218,6 +1230,9 @@ static bool finish_op(reader *r)
     d.n_stack = o->lists[L_STACK].n;
     tlsan_error be;
     tlsan_status st = tlsan_plan_add_op(r->cur->plan, &d, &be);
+    if (st == TLSAN_OK &&
+        plan_set_source(r->cur->plan, true, (uint32_t)o->line, (uint32_t)o->column) != 0)
+        return nomem(r);
     return st == TLSAN_OK ? true : fail_builder(r, st, &be, r->n_frames - 1);
 }
 
@@ -1295,8 +1310,30 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
     return on_value(ctx, V_STR, (const char *)s, len, false);
 }
 
+/* Moves the cursor to byte `off` of the chunk being parsed. */
+static void cursor_to(reader *r, size_t off)
+{
+    for (; r->cur_off < off; r->cur_off++) {
+        unsigned char c = r->chunk[r->cur_off];
+        if (c == '\n') {
+            r->cur_line++;
+            r->cur_column = 1;
+        } else if ((c & 0xC0) != 0x80) {
+            r->cur_column++;
+        }
+    }
+}
+
 static int cb_start_map(void *ctx)
 {
+    reader *r = ctx;
+    /* yajl has consumed the '{' itself: it is the byte before. */
+    size_t consumed = yajl_get_bytes_consumed(r->h);
+    if (r->chunk && consumed > 0) {
+        cursor_to(r, consumed - 1);
+        r->map_line = r->cur_line;
+        r->map_column = r->cur_column;
+    }
     return on_value(ctx, V_MAP, NULL, 0, false);
 }
 
@@ -1521,9 +1558,17 @@ static bool feed(reader *r, const unsigned char *p, size_t n)
         r->e = r->tmp;
         return false;
     }
+    r->chunk = p;
+    r->cur_off = 0;
+    r->cur_line = r->line;
+    r->cur_column = r->column;
     yajl_status ys = yajl_parse(r->h, p, n);
+    r->chunk = NULL;
     if (ys == yajl_status_ok) {
-        advance(r, p, n);
+        /* on from the cursor: the text before it was counted already */
+        r->line = r->cur_line;
+        r->column = r->cur_column;
+        advance(r, p + r->cur_off, n - r->cur_off);
         return true;
     }
     if (ys == yajl_status_client_canceled && r->st != TLSAN_OK)

@@ -80,7 +80,10 @@ int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
         return -1;
     size_t tensors_bytes = f->n_tensors * sizeof(char *);
     size_t path_bytes = f->n_path * sizeof(tlsan_cond);
-    size_t total = tensors_bytes + path_bytes + (size_t)msg_len + 1;
+    size_t n_ops =
+        f->n_unordered_ops < TLSAN_MAX_LISTED_OPS ? f->n_unordered_ops : TLSAN_MAX_LISTED_OPS;
+    size_t ops_bytes = n_ops * sizeof(int64_t);
+    size_t total = tensors_bytes + path_bytes + ops_bytes + (size_t)msg_len + 1;
 
     if (r->n_findings == r->cap_findings &&
         vec_reserve_((void **)&r->findings, &r->cap_findings, r->n_findings, 1,
@@ -91,7 +94,10 @@ int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
         return -1;
     const char **tensors = (const char **)(void *)block;
     tlsan_cond *path = (tlsan_cond *)(void *)(block + tensors_bytes);
-    char *message = block + tensors_bytes + path_bytes;
+    int64_t *ops = (int64_t *)(void *)(block + tensors_bytes + path_bytes);
+    char *message = block + tensors_bytes + path_bytes + ops_bytes;
+    if (n_ops)
+        memcpy(ops, f->unordered_ops, ops_bytes);
     if (f->n_tensors)
         memcpy(tensors, f->tensors, tensors_bytes);
     if (f->n_path)
@@ -105,6 +111,9 @@ int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
     dst->tensors = tensors;
     dst->path = f->n_path ? path : NULL;
     dst->message = message;
+    dst->unordered_ops = n_ops ? ops : NULL;
+    dst->n_unordered_ops = n_ops;
+    dst->cause = -1; /* linked once the report is sorted */
     return 0;
 }
 
@@ -136,10 +145,11 @@ static int cmp_findings(const void *pa, const void *pb)
     return strcmp(a->message, b->message);
 }
 
-void report_sort(tlsan_report *r)
+int report_sort(tlsan_report *r)
 {
     if (r && r->n_findings > 1)
         qsort(r->findings, r->n_findings, sizeof *r->findings, cmp_findings);
+    return r ? report_link_causes(r) : 0;
 }
 
 const char *report_plan_label(const tlsan_report *r, size_t i, char *buf, size_t buf_bytes)

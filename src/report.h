@@ -34,8 +34,9 @@ tlsan_report *report_new(const tlsan_plan **plans, size_t n_plans, bool is_cache
 int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Sorts findings by plan, kind, then tensor names: reports are deterministic. */
-void report_sort(tlsan_report *r);
+/* Sorts findings by plan, kind, then tensor names (reports are deterministic), then links
+ * each finding to its cause (report_link_causes). 0, or -1 when out of memory. */
+int report_sort(tlsan_report *r);
 
 /* The plan a finding belongs to. */
 static inline const tlsan_plan *report_plan_of(const tlsan_report *r, const tlsan_finding *f)
@@ -100,5 +101,41 @@ void report_gen_pair_u64(report_gen *j, uint64_t a, uint64_t b);
 void report_gen_plan_pair(report_gen *j, const tlsan_report *r, const tlsan_finding *f,
                           const char *label);
 void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f);
+
+/* ---- explanations (report_explain.c) ---- */
+
+/* Why a step lies in a tensor's lifetime when no op of the tensor accounts for it. */
+typedef enum step_kind { STEP_OP, STEP_INPUT, STEP_OUTPUT, STEP_LOOP } step_kind;
+typedef struct step_label {
+    int64_t step;
+    size_t tensor; /* index in the finding's tensors */
+    step_kind kind;
+    const char *bearer; /* input/output: the tensor whose flag it is (a name in the plan) */
+    const char *flag;   /* input/output: "input", "output" or "constant" */
+    uint32_t loop;      /* loop: index in plan->loops, else NO_INDEX */
+} step_label;
+
+/* The labels of the steps a finding shows (its colliding steps, its tensors' lifetime ends),
+ * at most max, each (step, tensor) once; returns how many. */
+size_t report_step_labels(const tlsan_report *r, const tlsan_finding *f, step_label *out,
+                          size_t max);
+/* "input", "output", "loop" (JSON's "label"). */
+const char *report_step_kind_name(step_kind kind);
+/* A label in words: "the graph-output step: 'h' is an output", "a loop extension: ...".
+ * `tensor` is the labelled tensor's name. */
+void report_step_text(const tlsan_plan *p, const char *tensor, const step_label *s, char *buf,
+                      size_t n);
+/* For check.c's messages: " (LABEL)" when `step` of tensor t, live first..last, needs one,
+ * else "". */
+void report_step_note(const tlsan_plan *p, uint32_t t, int32_t first, int32_t last, int64_t step,
+                      char *buf, size_t n);
+/* The tensor of the op list (start, n) that is t or a view inside t, or NO_INDEX. */
+uint32_t report_op_touches(const tlsan_plan *p, uint32_t start, uint32_t n, uint32_t t);
+/* One line: what the planner probably missed ("" when there is nothing to say). */
+void report_suggestion(const tlsan_report *r, const tlsan_finding *f, char *buf, size_t n);
+/* Sets every finding's cause (report order): 0, or -1 when out of memory (causes unset). */
+int report_link_causes(tlsan_report *r);
+/* How many findings follow from finding `cause`. */
+size_t report_count_effects(const tlsan_report *r, size_t cause);
 
 #endif

@@ -166,6 +166,85 @@ void report_gen_plan_pair(report_gen *j, const tlsan_report *r, const tlsan_find
     report_gen_close_array(j);
 }
 
+/* "unordered_ops", "step_labels", "cause", "effects", "suggestion": what the text report
+ * explains, for programs (report_explain.c). */
+static void gen_explanations(report_gen *j, const tlsan_report *r, const tlsan_finding *f)
+{
+    const tlsan_plan *p = report_plan_of(r, f);
+    if (f->n_unordered_ops) {
+        report_gen_str(j, "unordered_ops");
+        report_gen_open_array(j);
+        for (size_t i = 0; i < f->n_unordered_ops; i++)
+            report_gen_str(j, tlsan_plan_op_name(p, (size_t)f->unordered_ops[i]));
+        report_gen_close_array(j);
+        report_gen_str(j, "unordered_count");
+        report_gen_u64(j, f->n_unordered_total);
+    }
+    step_label labels[8];
+    size_t n = report_step_labels(r, f, labels, 8);
+    if (n) {
+        report_gen_str(j, "step_labels");
+        report_gen_open_array(j);
+        for (size_t i = 0; i < n; i++) {
+            char text[600];
+            report_step_text(p, f->tensors[labels[i].tensor], &labels[i], text, sizeof text);
+            report_gen_open_map(j);
+            report_gen_str(j, "step");
+            report_gen_i64(j, labels[i].step);
+            report_gen_str(j, "tensor");
+            report_gen_str(j, f->tensors[labels[i].tensor]);
+            report_gen_str(j, "label");
+            report_gen_str(j, report_step_kind_name(labels[i].kind));
+            if (labels[i].kind == STEP_LOOP) {
+                report_gen_str(j, "loop");
+                report_gen_str(j, plan_str(p, p->loops[labels[i].loop].name));
+            } else {
+                report_gen_str(j, "flag");
+                report_gen_str(j, labels[i].flag);
+                report_gen_str(j, "flag_on");
+                report_gen_str(j, labels[i].bearer);
+            }
+            report_gen_str(j, "text");
+            report_gen_str(j, text);
+            report_gen_close_map(j);
+        }
+        report_gen_close_array(j);
+    }
+    if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
+        const tlsan_finding *c = &r->findings[f->cause];
+        report_gen_str(j, "cause");
+        report_gen_open_map(j);
+        report_gen_str(j, "finding");
+        report_gen_i64(j, f->cause);
+        report_gen_str(j, "kind");
+        report_gen_str(j, tlsan_kind_name(c->kind));
+        report_gen_str(j, "tensor");
+        report_gen_str(j, c->tensors[0]);
+        char why[1200];
+        report_suggestion(r, c, why, sizeof why);
+        if (why[0]) {
+            report_gen_str(j, "suggestion");
+            report_gen_str(j, why);
+        }
+        report_gen_close_map(j);
+    }
+    size_t idx = (size_t)(f - r->findings);
+    if (idx < r->n_findings && report_count_effects(r, idx)) {
+        report_gen_str(j, "effects");
+        report_gen_open_array(j);
+        for (size_t i = 0; i < r->n_findings; i++)
+            if (r->findings[i].cause == (int64_t)idx)
+                report_gen_u64(j, i);
+        report_gen_close_array(j);
+    }
+    char hint[1200];
+    report_suggestion(r, f, hint, sizeof hint);
+    if (hint[0]) {
+        report_gen_str(j, "suggestion");
+        report_gen_str(j, hint);
+    }
+}
+
 void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f)
 {
     const tlsan_plan *p = report_plan_of(r, f);
@@ -216,6 +295,7 @@ void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsa
         report_gen_str(j, "approximate");
         report_gen_bool(j, true);
     }
+    gen_explanations(j, r, f);
 }
 
 /* "stacks": {tensor: [frames]} for the finding's tensors that have one in its plan. */
@@ -249,6 +329,8 @@ static void gen_finding(report_gen *j, const tlsan_report *r, const tlsan_findin
     report_gen_open_map(j);
     report_gen_str(j, "kind");
     report_gen_str(j, tlsan_kind_name(f->kind));
+    report_gen_str(j, "severity");
+    report_gen_str(j, tlsan_severity_name(tlsan_kind_severity(f->kind)));
     report_gen_str(j, "tensors");
     report_gen_open_array(j);
     for (size_t i = 0; i < f->n_tensors; i++)

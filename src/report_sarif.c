@@ -2,6 +2,7 @@
  * files: one run, one rule per finding kind, one result per finding. */
 #include "report.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,10 @@
 
 #define SARIF_SCHEMA "https://json.schemastore.org/sarif-2.1.0.json"
 
+/* SARIF's levels "error" and "warning" are tlsan's severity names. */
 static const char *level_of(tlsan_kind kind)
 {
-    return tlsan_kind_severity(kind) == TLSAN_SEVERITY_WARNING ? "warning" : "error";
+    return tlsan_severity_name(tlsan_kind_severity(kind));
 }
 
 /* A file label as a URI reference: absolute paths become file:// URIs, and every byte
@@ -53,7 +55,8 @@ static void gen_text(report_gen *j, const char *key, const char *text)
     report_gen_close_map(j);
 }
 
-static void gen_artifact_location(report_gen *j, const char *uri)
+/* "physicalLocation": the file, and the region starting at line:column when line > 0. */
+static void gen_physical_location(report_gen *j, const char *uri, int line, int column)
 {
     report_gen_str(j, "physicalLocation");
     report_gen_open_map(j);
@@ -62,7 +65,93 @@ static void gen_artifact_location(report_gen *j, const char *uri)
     report_gen_str(j, "uri");
     report_gen_str(j, uri);
     report_gen_close_map(j);
+    if (line > 0) {
+        report_gen_str(j, "region");
+        report_gen_open_map(j);
+        report_gen_str(j, "startLine");
+        report_gen_i64(j, line);
+        report_gen_str(j, "startColumn");
+        report_gen_i64(j, column);
+        report_gen_close_map(j);
+    }
     report_gen_close_map(j);
+}
+
+static void gen_artifact_location(report_gen *j, const char *uri)
+{
+    gen_physical_location(j, uri, 0, 0);
+}
+
+/* Where a finding's tensor i begins in the plan file (line 0 when unknown). */
+static void tensor_pos(const tlsan_report *r, const tlsan_finding *f, size_t i, int *line,
+                       int *column)
+{
+    const tlsan_plan *p = report_plan_of(r, f);
+    uint32_t t = report_tensor_of(r, f, i, p);
+    *line = *column = 0;
+    if (t != NO_INDEX)
+        tlsan_plan_tensor_source(p, t, line, column);
+}
+
+/* One related location: an id, the place and a message. */
+static void gen_related(report_gen *j, int64_t *id, const char *uri, int line, int column,
+                        const char *text)
+{
+    report_gen_open_map(j);
+    report_gen_str(j, "id");
+    report_gen_i64(j, (*id)++);
+    gen_physical_location(j, uri, line, column);
+    gen_text(j, "message", text);
+    report_gen_close_map(j);
+}
+
+/* The other tensor, the ops involved, and the cause (and the findings that follow from a
+ * cause), each where it is in the plan file. */
+static void gen_related_locations(report_gen *j, const tlsan_report *r, const tlsan_finding *f,
+                                  const char *uri)
+{
+    const tlsan_plan *p = report_plan_of(r, f);
+    char text[1400];
+    int line, column;
+    int64_t id = 0;
+    report_gen_str(j, "relatedLocations");
+    report_gen_open_array(j);
+    for (size_t i = 1; i < f->n_tensors && i < 2; i++) {
+        tensor_pos(r, f, i, &line, &column);
+        snprintf(text, sizeof text, "tensor '%s'", f->tensors[i]);
+        gen_related(j, &id, uri, line, column, text);
+    }
+    const int64_t ops[2] = {f->op_index, f->op_index2};
+    for (int k = 0; k < 2; k++) {
+        if (ops[k] < 0 || (uint64_t)ops[k] >= tlsan_plan_n_ops(p) || (k && ops[1] == ops[0]))
+            continue;
+        line = column = 0;
+        tlsan_plan_op_source(p, (size_t)ops[k], &line, &column);
+        snprintf(text, sizeof text, "op '%s' (step %" PRId64 ")",
+                 tlsan_plan_op_name(p, (size_t)ops[k]), ops[k]);
+        gen_related(j, &id, uri, line, column, text);
+    }
+    if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
+        const tlsan_finding *c = &r->findings[f->cause];
+        char hint[1200];
+        report_suggestion(r, c, hint, sizeof hint);
+        tensor_pos(r, c, 0, &line, &column);
+        snprintf(text, sizeof text, "follows from %s on '%s'%s%s", tlsan_kind_name(c->kind),
+                 c->tensors[0], hint[0] ? ": " : "", hint);
+        gen_related(j, &id, uri, line, column, text);
+    }
+    size_t idx = (size_t)(f - r->findings);
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const tlsan_finding *g = &r->findings[i];
+        if (g->cause != (int64_t)idx)
+            continue;
+        size_t other = strcmp(g->tensors[0], f->tensors[0]) == 0 ? 1 : 0;
+        tensor_pos(r, g, other, &line, &column);
+        snprintf(text, sizeof text, "leads to %s between '%s' and '%s'", tlsan_kind_name(g->kind),
+                 g->tensors[0], g->tensors[1]);
+        gen_related(j, &id, uri, line, column, text);
+    }
+    report_gen_close_array(j);
 }
 
 static void gen_rules(report_gen *j)
@@ -102,7 +191,9 @@ static void gen_result(report_gen *j, const tlsan_report *r, const tlsan_finding
     report_gen_str(j, "locations");
     report_gen_open_array(j);
     report_gen_open_map(j);
-    gen_artifact_location(j, uri);
+    int line, column;
+    tensor_pos(r, f, 0, &line, &column);
+    gen_physical_location(j, uri, line, column);
     report_gen_str(j, "logicalLocations");
     report_gen_open_array(j);
     for (size_t i = 0; i < f->n_tensors; i++) {
@@ -125,6 +216,7 @@ static void gen_result(report_gen *j, const tlsan_report *r, const tlsan_finding
     report_gen_close_array(j);
     report_gen_close_map(j);
     report_gen_close_array(j);
+    gen_related_locations(j, r, f, uri);
 
     report_gen_str(j, "properties");
     report_gen_open_map(j);

@@ -7,6 +7,8 @@
 
 #define RULE        "================================================================="
 #define COLOR_ERROR "\033[1m\033[31m"
+#define COLOR_WARN  "\033[1m\033[35m"
+#define MAX_LABELS  8
 #define COLOR_RESET "\033[0m"
 
 typedef struct text_out {
@@ -42,7 +44,10 @@ static void put_headline(text_out *o, const tlsan_report *r, const tlsan_finding
                          const char *label)
 {
     size_t pi = f->plan_index < 0 ? 0 : (size_t)f->plan_index;
-    fprintf(o->out, "%s\n%s%sERROR: tlsan: %s", RULE, o->pid_prefix, o->color ? COLOR_ERROR : "",
+    /* The severity comes from the one table of kinds, as JSON's and SARIF's do. */
+    bool warn = tlsan_kind_severity(f->kind) == TLSAN_SEVERITY_WARNING;
+    fprintf(o->out, "%s\n%s%s%s: tlsan: %s", RULE, o->pid_prefix,
+            o->color ? (warn ? COLOR_WARN : COLOR_ERROR) : "", warn ? "WARNING" : "ERROR",
             tlsan_kind_name(f->kind));
     if (f->kind == TLSAN_KIND_CACHE_KEY_COLLISION && f->other_plan_index >= 0 &&
         (uint64_t)f->other_plan_index < r->n_plans) {
@@ -66,38 +71,56 @@ static const char *arena_name(const tlsan_plan *p, const tensor_rec *t)
     return plan_str(p, p->arenas[p->tensors[t->root].arena].name);
 }
 
+/* " (the graph-output step: ...)" for the labels of tensor i at `step`, each once. */
+static void put_labels(text_out *o, const tlsan_plan *p, const tlsan_finding *f,
+                       const step_label *labels, size_t n, size_t i, int64_t step, bool with_step)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (labels[k].tensor != i || labels[k].step != step)
+            continue;
+        char text[600];
+        report_step_text(p, f->tensors[i], &labels[k], text, sizeof text);
+        if (with_step)
+            fprintf(o->out, " (%" PRId64 ": %s)", step, text);
+        else
+            fprintf(o->out, " (%s)", text);
+    }
+}
+
+/* Where tensor t's object begins in the plan file, " (FILE:LINE:COLUMN)", when known. */
+static void put_source(text_out *o, const tlsan_plan *p, uint32_t t, const char *label)
+{
+    int line, column;
+    if (label && tlsan_plan_tensor_source(p, t, &line, &column))
+        fprintf(o->out, " at %s:%d:%d", label, line, column);
+}
+
 /* "  tensor 'x': arena 'a0', bytes [s, e) (N bytes), lifetime [a, b]" and its stack. */
 static void put_tensor(text_out *o, const tlsan_plan *p, uint32_t t, const tlsan_finding *f,
-                       size_t i)
+                       size_t i, const step_label *labels, size_t n_labels, const char *label)
 {
     const tensor_rec *tr = &p->tensors[t];
-    fprintf(o->out, "  tensor '%s': ", plan_str(p, tr->name));
+    fprintf(o->out, "  tensor '%s'", strtab_str(&p->strings, tr->name));
+    put_source(o, p, t, label);
+    fprintf(o->out, ": ");
     if (tr->view_of != NO_INDEX)
         fprintf(o->out, "view of '%s' at +%" PRIu64 ", ", plan_str(p, p->tensors[tr->view_of].name),
                 tr->offset_bytes);
     fprintf(o->out, "arena '%s', bytes [%" PRIu64 ", %" PRIu64 ") (%" PRIu64 " %s)",
             arena_name(p, tr), tr->abs_offset_bytes, sat_add(tr->abs_offset_bytes, tr->bytes),
             tr->bytes, plural(tr->bytes, "byte", "bytes"));
-    if (f && f->has_lifetimes && i < 2)
+    if (f && f->has_lifetimes && i < 2) {
         fprintf(o->out, ", lifetime [%" PRId64 ", %" PRId64 "]", f->lifetimes[i][0],
                 f->lifetimes[i][1]);
+        put_labels(o, p, f, labels, n_labels, i, f->lifetimes[i][0], true);
+        if (f->lifetimes[i][1] != f->lifetimes[i][0])
+            put_labels(o, p, f, labels, n_labels, i, f->lifetimes[i][1], true);
+    }
     fputc('\n', o->out);
     if (tr->n_stack == 0)
         fprintf(o->out, "    (no stack recorded)\n");
     for (uint32_t k = 0; k < tr->n_stack; k++)
         fprintf(o->out, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tr->stack_start + k]));
-}
-
-/* Does the op's list (reads or writes) touch tensor t, directly or through a view? Returns
- * the tensor it names, or NO_INDEX. */
-static uint32_t op_touches(const tlsan_plan *p, uint32_t start, uint32_t n, uint32_t t)
-{
-    for (uint32_t k = 0; k < n; k++) {
-        uint32_t x = p->id_pool.v[start + k];
-        if (x == t || (p->tensors[x].root == t && p->tensors[t].root == t))
-            return x;
-    }
-    return NO_INDEX;
 }
 
 static void put_access(text_out *o, const tlsan_plan *p, const char *verb, uint32_t via, uint32_t t,
@@ -110,8 +133,10 @@ static void put_access(text_out *o, const tlsan_plan *p, const char *verb, uint3
 }
 
 /* "  step S: op 'NAME' writes 'c', reads 'a'" for one colliding step; the input and output
- * steps name the finding's tensors that are inputs or outputs. */
-static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f, int64_t step)
+ * steps, and a step a tensor is live at only by the loop rule, say so and name the flag or
+ * loop behind it. */
+static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f, int64_t step,
+                     const step_label *labels, size_t n_labels)
 {
     const tlsan_plan *p = report_plan_of(r, f);
     uint32_t ts[2] = {NO_INDEX, NO_INDEX};
@@ -121,17 +146,18 @@ static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f,
     bool first = true;
     if (step < 0 || (uint64_t)step >= p->n_ops) {
         bool in = step < 0;
-        fprintf(o->out, "  step %" PRId64 " (%s):", step,
-                in ? "inputs written before the first op" : "outputs read after the last op");
-        unsigned flag = in ? TLSAN_TENSOR_INPUT : TLSAN_TENSOR_OUTPUT;
-        for (size_t i = 0; i < nt; i++) {
-            if (ts[i] == NO_INDEX || !(p->root_flags[p->tensors[ts[i]].root] & flag))
+        fprintf(o->out, "  step %" PRId64 " (the graph-%s step, %s", step, in ? "input" : "output",
+                in ? "before the first op" : "after the last op");
+        for (size_t k = 0; k < n_labels; k++) {
+            if (labels[k].step != step)
                 continue;
-            fprintf(o->out, "%s'%s' is %s", first ? " " : ", ", f->tensors[i],
-                    in ? "an input" : "an output");
+            fprintf(o->out, "%s'%s' is %s %s", first ? ": " : ", ", labels[k].bearer,
+                    strcmp(labels[k].flag, "constant") == 0 ? "a" : "an", labels[k].flag);
+            if (strcmp(labels[k].bearer, f->tensors[labels[k].tensor]) != 0)
+                fprintf(o->out, " (the flag of '%s')", f->tensors[labels[k].tensor]);
             first = false;
         }
-        fputc('\n', o->out);
+        fprintf(o->out, ")\n");
         return;
     }
     const op_rec *op = &p->ops[step];
@@ -139,12 +165,19 @@ static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f,
     for (size_t i = 0; i < nt; i++) {
         if (ts[i] == NO_INDEX)
             continue;
-        uint32_t w = op_touches(p, op->writes_start, op->n_writes, ts[i]);
-        uint32_t rd = op_touches(p, op->reads_start, op->n_reads, ts[i]);
+        uint32_t w = report_op_touches(p, op->writes_start, op->n_writes, ts[i]);
+        uint32_t rd = report_op_touches(p, op->reads_start, op->n_reads, ts[i]);
         if (w != NO_INDEX)
             put_access(o, p, "writes", w, ts[i], &first);
         if (rd != NO_INDEX)
             put_access(o, p, "reads", rd, ts[i], &first);
+    }
+    for (size_t k = 0; k < n_labels; k++) {
+        if (labels[k].step != step || labels[k].kind != STEP_LOOP)
+            continue;
+        char text[600];
+        report_step_text(p, f->tensors[labels[k].tensor], &labels[k], text, sizeof text);
+        fprintf(o->out, "; %s", text);
     }
     fputc('\n', o->out);
 }
@@ -269,12 +302,66 @@ static void put_collision(text_out *o, const tlsan_report *r, const tlsan_findin
     }
 }
 
+/* "op 'a' (step 3), op 'b' (step 5) and 2 more" */
+static void put_unordered(text_out *o, const tlsan_plan *p, const tlsan_finding *f)
+{
+    for (size_t i = 0; i < f->n_unordered_ops; i++) {
+        fprintf(o->out, "%s",
+                i == 0 ? ""
+                : i + 1 == f->n_unordered_ops && f->n_unordered_total == f->n_unordered_ops
+                    ? " and "
+                    : ", ");
+        put_op_ref(o, p, f->unordered_ops[i]);
+    }
+    if (f->n_unordered_total > f->n_unordered_ops)
+        fprintf(o->out, " and %zu more", f->n_unordered_total - f->n_unordered_ops);
+}
+
+/* The cause's lines: what follows from it, and the suggestion. */
+static void put_cause_lines(text_out *o, const tlsan_report *r, const tlsan_finding *f)
+{
+    size_t idx = (size_t)(f - r->findings);
+    size_t n = report_count_effects(r, idx);
+    if (n) {
+        fprintf(o->out, "  leads to %zu more %s, grouped below:", n,
+                plural(n, "finding", "findings"));
+        bool first = true;
+        for (size_t i = 0; i < r->n_findings; i++) {
+            const tlsan_finding *g = &r->findings[i];
+            if (g->cause != (int64_t)idx)
+                continue;
+            fprintf(o->out, "%s%s between '%s' and '%s'", first ? " " : ", ",
+                    tlsan_kind_name(g->kind), g->tensors[0], g->tensors[1]);
+            first = false;
+        }
+        fputc('\n', o->out);
+    }
+    char hint[1200];
+    report_suggestion(r, f, hint, sizeof hint);
+    if (hint[0])
+        fprintf(o->out, "  suggestion: %s\n", hint);
+}
+
 static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding *f,
                         const char *label)
 {
     const tlsan_plan *p = report_plan_of(r, f);
+    step_label labels[MAX_LABELS];
+    size_t n_labels = report_step_labels(r, f, labels, MAX_LABELS);
     put_headline(o, r, f, label);
     fprintf(o->out, "%s\n", f->message);
+    if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
+        const tlsan_finding *c = &r->findings[f->cause];
+        fprintf(o->out, "  follows from: %s on '%s' (above): ", tlsan_kind_name(c->kind),
+                c->tensors[0]);
+        fprintf(o->out,
+                "'%s' is declared live over [%" PRId64 ", %" PRId64
+                "] only, which misses '%s' (live %" PRId64 "..%" PRId64 ")\n",
+                c->tensors[0], c->steps[0], c->steps[1],
+                strcmp(f->tensors[0], c->tensors[0]) == 0 ? f->tensors[1] : f->tensors[0],
+                f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][0],
+                f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][1]);
+    }
 
     if (f->kind == TLSAN_KIND_CACHE_KEY_COLLISION) {
         put_collision(o, r, f);
@@ -288,9 +375,9 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
                 f->bytes[0], f->bytes[1], f->bytes[1] - f->bytes[0],
                 plural(f->bytes[1] - f->bytes[0], "byte", "bytes"));
     if (pair && f->has_steps) {
-        put_step(o, r, f, f->steps[0]);
+        put_step(o, r, f, f->steps[0], labels, n_labels);
         if (f->steps[1] != f->steps[0])
-            put_step(o, r, f, f->steps[1]);
+            put_step(o, r, f, f->steps[1], labels, n_labels);
     }
     if (f->kind == TLSAN_KIND_BAD_INPLACE && valid_op(p, f->op_index)) {
         fprintf(o->out, "  ");
@@ -306,6 +393,11 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
         }
         put_op_ref(o, p, f->op_index);
         fprintf(o->out, ", the later tenant's first access\n");
+        if (f->n_unordered_total > 1) {
+            fprintf(o->out, "  every access of '%s' not ordered before it: ", f->tensors[0]);
+            put_unordered(o, p, f);
+            fputc('\n', o->out);
+        }
     }
     if (f->n_path) {
         fprintf(o->out, "  path:");
@@ -319,10 +411,11 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
             fprintf(o->out, "  tensor '%s'\n", f->tensors[i]);
             continue;
         }
-        put_tensor(o, p, t, f, i);
+        put_tensor(o, p, t, f, i, labels, n_labels, label);
         if (f->n_tensors == 1)
             put_layout_details(o, p, f, t);
     }
+    put_cause_lines(o, r, f);
     if (f->approximate)
         fprintf(o->out, "  note: too many branch paths to enumerate; judged on the union of all "
                         "paths (conservative)\n");
@@ -378,8 +471,16 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
     }
     if (!label)
         label = "<plan>";
-    for (size_t i = 0; i < r->n_findings; i++)
-        put_finding(&o, r, &r->findings[i], label);
+    /* Findings that follow from one cause are printed right after it. */
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const tlsan_finding *f = &r->findings[i];
+        if (f->cause >= 0)
+            continue;
+        put_finding(&o, r, f, label);
+        for (size_t k = 0; report_count_effects(r, i) && k < r->n_findings; k++)
+            if (r->findings[k].cause == (int64_t)i)
+                put_finding(&o, r, &r->findings[k], label);
+    }
     if (r->n_findings)
         fputc('\n', out);
     put_paths_note(&o, r, label);

@@ -347,6 +347,25 @@ static int summarize(const run_trace *rt, int status, int exitcode)
                 status);
     return ty.total > 0 ? exitcode : status;
 }
+static const char run_help[] =
+    "usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD under libtlsan.so (the runtime shim), prints its reports and a summary, and\n"
+    "exits with `exitcode` (default 1) when anything was found, else with CMD's own status.\n"
+    "\n"
+    "Options:\n"
+    "  --trace-dir DIR     the run directory: every process of the run, wherever it runs,\n"
+    "                      writes DIR/tlsan.PID.trace there (default: a new\n"
+    "                      ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary; replay it\n"
+    "                      with tlsan replay DIR)\n"
+    "  --trace FILE        one trace file instead (descendants write FILE.PID)\n"
+    "  --options K=V:...   TLSAN_OPTIONS for the run, added after the environment's; may be\n"
+    "                      given more than once. --options help=1 lists them (halt_on_error,\n"
+    "                      exitcode, log_path, trace_path, trace_dir, trace, quarantine_mb, fill,\n"
+    "                      checksum, redzone, stack_depth, verbosity, and for ggml inject,\n"
+    "                      ggml_plan_path)\n"
+    "  --                  ends the options: CMD and its arguments follow\n"
+    "  -h, --help          show this help\n";
 
 int run_command(int argc, char **argv)
 {
@@ -389,8 +408,7 @@ int run_command(int argc, char **argv)
             sprintf(options + old, "%s%s", old ? ":" : "", v);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             free(options);
-            printf("usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] "
-                   "-- CMD [ARGS...]\n");
+            fputs(run_help, stdout);
             return 0;
         } else {
             free(options);

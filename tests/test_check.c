@@ -172,7 +172,9 @@ static void inplace_in_loop(void **state)
     assert_int_equal(tlsan_check(p, NULL, &r), TLSAN_OK);
     assert_int_equal(tlsan_report_count(r), 1);
     assert_non_null(strstr(tlsan_report_finding(r, 0)->message,
-                           "'h' is still live at step 2, after op 'relu' (step 1)"));
+                           "'h' is still live at step 2 (a loop extension: 'h' is carried "
+                           "round loop 'L', so live over all of its steps 1..2), after op "
+                           "'relu' (step 1)"));
     tlsan_report_free(r);
     tlsan_plan_free(p);
 }

@@ -471,6 +471,60 @@ static void test_positions_across_lines(void **state)
     }
 }
 
+/* Where each tensor and op object begins, whatever the chunks yajl is fed in: the cursor
+ * that finds them carries over chunk boundaries. Positions are of the '{', in characters. */
+static void test_object_sources(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"tlsan_plan\": 1, \"name\": \"\xc3\xa9\",\n"
+        " \"arenas\": [{\"name\": \"a0\", \"bytes\": 64}],\n"
+        " \"tensors\": [\n"
+        "   {\"name\": \"x\", \"bytes\": 8, \"arena\": \"a0\", \"offset\": 0,"
+        " \"input\": true},\n"
+        "  {\"name\": \"\xc3\xa9\", \"bytes\": 8, \"view_of\": \"x\"}, {\"name\": \"y\","
+        " \"bytes\": 8, \"arena\": \"a0\", \"offset\": 8, \"output\": true}],\n"
+        " \"ops\": [{\"name\": \"f\", \"reads\": [\"x\"], \"writes\": [\"y\"]},\n"
+        "\t{\"name\": \"g\", \"reads\": [\"y\"]}]}";
+    /* x at 4:4, the view at 5:3, y at 5:46 (the view's name is one character), f at 6:10,
+     * g at 7:2 */
+    static const int tensors[3][2] = {{4, 4}, {5, 3}, {5, 46}}, ops[2][2] = {{6, 10}, {7, 2}};
+    static const size_t chunks[] = {1, 2, 3, 7, 64 * 1024};
+    for (size_t k = 0; k < sizeof chunks / sizeof *chunks; k++) {
+        reader_options opt = {NULL, true, true, chunks[k]};
+        tlsan_plan *p = NULL;
+        tlsan_cache *c = NULL;
+        tlsan_error err;
+        assert_int_equal(reader_read_buffer(json, strlen(json), "src", &opt, &p, &c, &err),
+                         TLSAN_OK);
+        for (size_t i = 0; i < 3; i++) {
+            int line = 0, column = 0;
+            assert_true(tlsan_plan_tensor_source(p, i, &line, &column));
+            assert_int_equal(line, tensors[i][0]);
+            assert_int_equal(column, tensors[i][1]);
+        }
+        for (size_t i = 0; i < 2; i++) {
+            int line = 0, column = 0;
+            assert_true(tlsan_plan_op_source(p, i, &line, &column));
+            assert_int_equal(line, ops[i][0]);
+            assert_int_equal(column, ops[i][1]);
+        }
+        assert_false(tlsan_plan_tensor_source(p, 3, NULL, NULL));
+        assert_false(tlsan_plan_op_source(p, 2, NULL, NULL));
+        tlsan_plan_free(p);
+    }
+    /* a plan built with the API has no sources */
+    tlsan_plan *b = tlsan_plan_create();
+    assert_int_equal(tlsan_plan_add_arena(b, &(tlsan_arena_desc){.name = "a", .bytes = 8}, NULL),
+                     TLSAN_OK);
+    assert_int_equal(
+        tlsan_plan_add_tensor(b, &(tlsan_tensor_desc){.name = "t", .bytes = 8, .arena = "a"}, NULL),
+        TLSAN_OK);
+    assert_int_equal(tlsan_plan_finalize(b, NULL), TLSAN_OK);
+    assert_false(tlsan_plan_tensor_source(b, 0, NULL, NULL));
+    tlsan_plan_free(b);
+}
+
 static void test_entry_points(void **state)
 {
     (void)state;
@@ -585,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_integer_limits),         cmocka_unit_test(test_invalid_corpus),
         cmocka_unit_test(test_positions_across_lines), cmocka_unit_test(test_entry_points),
         cmocka_unit_test(test_fault_injection),        cmocka_unit_test(test_many_keys),
+        cmocka_unit_test(test_object_sources),
     };
     const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_shared_cases_parse),

@@ -25,7 +25,10 @@ extern "C" {
 #endif
 
 /* The one list of finding kinds: X(ENUM, "name", severity, "one-line description").
- * It drives the enum, tlsan_kind_name(), SARIF rules and the documentation. */
+ * It drives the enum, tlsan_kind_name(), the severity every output shows (text "ERROR:" or
+ * "WARNING:", JSON "severity", SARIF "level"), SARIF rules and the documentation. A declared
+ * lifetime that is too short is a warning: the declaration is the planner's bookkeeping,
+ * and each memory error it leads to is reported as an error of its own. */
 #define TLSAN_FINDING_KINDS(X)                                                                     \
     X(LIVE_OVERLAP, "live-overlap", TLSAN_SEVERITY_ERROR,                                          \
       "two storage roots share bytes while both are live")                                         \
@@ -66,6 +69,11 @@ TLSAN_API const char *tlsan_kind_name(tlsan_kind kind);
 TLSAN_API const char *tlsan_kind_description(tlsan_kind kind);
 /** The kind's severity. */
 TLSAN_API tlsan_severity tlsan_kind_severity(tlsan_kind kind);
+/** "error" or "warning" (as JSON and SARIF write it). Static storage. */
+TLSAN_API const char *tlsan_severity_name(tlsan_severity severity);
+
+/** unordered-reuse lists at most this many accesses of the earlier tenant. */
+#define TLSAN_MAX_LISTED_OPS 8
 
 /** One finding. Read-only; valid while its report (and the checked plans) live. */
 typedef struct tlsan_finding {
@@ -90,6 +98,16 @@ typedef struct tlsan_finding {
     int64_t op_index2; /**< unordered-reuse: an access of the earlier tenant not ordered
                             before op_index; -1 when none */
     bool approximate;  /**< paths were too many to enumerate: judged on the union of paths */
+    /** unordered-reuse: every access (op index, ascending) of the earlier tenant that is not
+     *  ordered before op_index, at most TLSAN_MAX_LISTED_OPS of them (op_index2 is the
+     *  first); n_unordered_total counts them all. Empty for other kinds. */
+    const int64_t *unordered_ops;
+    size_t n_unordered_ops;
+    size_t n_unordered_total;
+    /** Index (report order) of the finding this one follows from, or -1: a live-overlap,
+     *  bad-inplace or unordered-reuse whose pair the planner could only have placed on the
+     *  same bytes because it believed a declared lifetime that is too short. */
+    int64_t cause;
 } tlsan_finding;
 
 /** Plan statistics (tlsan check --format json, "stats"). */

@@ -215,6 +215,14 @@ TLSAN_API const char *tlsan_plan_tensor_name(const tlsan_plan *plan, size_t inde
 /** The name of op `index` (= its step), or NULL when out of range. */
 TLSAN_API const char *tlsan_plan_op_name(const tlsan_plan *plan, size_t index);
 
+/** Where tensor (or op) `index` begins in the file it was read from: the line and column
+ *  (1-based; columns count characters) of its object's opening brace. Returns false (and
+ *  leaves *line and *column alone) for a plan built with the tlsan_plan_add_* calls or an
+ *  index out of range. Either pointer may be NULL. Thread-safe on a finalized plan. */
+TLSAN_API bool tlsan_plan_tensor_source(const tlsan_plan *plan, size_t index, int *line,
+                                        int *column);
+TLSAN_API bool tlsan_plan_op_source(const tlsan_plan *plan, size_t index, int *line, int *column);
+
 /** Reads a plan from a JSON file (format version 1, streaming: memory grows with the plan,
  *  not with the file). A file holding a plan cache ({"tlsan_plan_cache": 1, ...}) is refused
  *  here with TLSAN_ERR_INVALID; use tlsan_cache_read_file(). On success *out is a finalized

@@ -18,11 +18,21 @@ check "find_package consumer output" "$out" "$want"
 check "find_package consumer exit" "$rc" 1
 
 pcdir=$(dirname "$(find "$tmp/prefix" -name tlsan.pc | head -n 1)")
-flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs tlsan) || { echo "pkg-config failed"; exit 1; }
-cc -std=c11 -Wall -Wextra -Werror "$src/examples/api/check_in_memory.c" $flags -o "$tmp/pc" ||
+cflags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags tlsan) || { echo "pkg-config failed"; exit 1; }
+libs=$(PKG_CONFIG_PATH="$pcdir" pkg-config --libs tlsan) || { echo "pkg-config failed"; exit 1; }
+# Private dependencies stay private: nothing of yajl in what a consumer compiles or links with.
+case "$cflags $libs" in *yajl*) check "pkg-config flags name no yajl" "$cflags $libs" "(no yajl)" ;; *) pass=$((pass+1)) ;; esac
+check "pkg-config --cflags is the include folder only" "$(printf '%s\n' $cflags | grep -c '^-I')" 1
+case "$(PKG_CONFIG_PATH="$pcdir" pkg-config --static --libs tlsan)" in
+  *-lyajl*) pass=$((pass+1)) ;; *) check "pkg-config --static names yajl" "no -lyajl" "-lyajl" ;; esac
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/api/check_in_memory.c" $cflags $libs -o "$tmp/pc" ||
   { echo "pkg-config consumer failed to build"; exit 1; }
-out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/pc"); rc=$?
-check "pkg-config consumer output" "$out" "$want"
+# Run it as a user of a private prefix would: no LD_LIBRARY_PATH, no ldconfig (the .pc's
+# run path finds the library).
+out=$(env -u LD_LIBRARY_PATH "$tmp/pc"); rc=$?
+check "pkg-config consumer output (no LD_LIBRARY_PATH)" "$out" "$want"
+check "pkg-config consumer exit" "$rc" 1
 check "installed tlsan --version" "$("$tmp/prefix/bin/tlsan" --version | head -n 1 | cut -d' ' -f1)" tlsan
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

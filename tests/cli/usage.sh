@@ -172,5 +172,100 @@ else
     echo "note: jq not installed, JSON and SARIF shape checks skipped"
 fi
 
+# --- each subcommand's --help lists every option it takes ---
+expect_help() { # COMMAND... -- OPTION...
+    local cmd=() o
+    while [ "$1" != -- ]; do cmd+=("$1"); shift; done
+    shift
+    run "${cmd[@]}" --help
+    expect_rc 0 "${cmd[*]} --help"
+    expect_in "$out" "usage: tlsan ${cmd[0]}" "${cmd[*]} --help: its usage line"
+    for o in "$@" "-h, --help"; do
+        expect_in "$out" "  $o" "${cmd[*]} --help lists $o"
+    done
+}
+expect_help check -- "-f, --format" "-o, --output" --svg --from --max-paths
+expect_help replay -- "-f, --format" "-o, --output" --svg --max-paths --no-symbolize
+expect_help view -- "-o, --output" --from
+expect_help import -- "-o, --output"
+expect_help import tvm -- "-o, --output"
+expect_help export -- "-o, --output"
+expect_help run -- --trace --options
+[ "$(printf '%s\n' "$out" | grep -c '^  ')" -ge 5 ] && ok || bad "run --help: one line per option"
+
+# --- view refuses to write HTML to a terminal (stdout a pseudo-terminal, no -o) ---
+if command -v python3 >/dev/null 2>&1; then
+    got=$(python3 - "$bin" "$tmp/overlap.json" <<'PY'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "view", sys.argv[2]])
+data = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    data += chunk
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), len(data), data.decode(errors="replace").strip())
+PY
+    )
+    case "$got" in
+        "2 "*"tlsan: error: view writes an HTML page: give -o OUT.html"*) ok ;;
+        *) bad "view on a terminal: want exit 2 and the error, got: $got" ;;
+    esac
+    case "$got" in *"<html"*|*"<!DOCTYPE"*) bad "view wrote HTML to the terminal" ;; *) ok ;; esac
+    run view "$tmp/overlap.json"
+    expect_rc 0 "view to a pipe (not a terminal) writes the page"
+    expect_in "$out" "</html>" "view to a pipe: the page"
+else
+    echo "note: python3 not installed, the terminal check of view skipped"
+fi
+
+# --- SARIF regions and one severity per kind in text, JSON and SARIF ---
+# y is declared live over [0, 0] but the output step 1 reads it; z reuses its bytes at
+# step 1 (x is 'f''s input, so the line of each object is known: 'x' line 3, 'y' line 4).
+cat >"$tmp/sev.json" <<'JSON'
+{"tlsan_plan": 1, "name": "sev",
+ "arenas": [{"name": "a0", "bytes": 8192}],
+ "tensors": [{"name": "x", "bytes": 4096, "arena": "a0", "offset": 0, "input": true},
+    {"name": "y", "bytes": 4096, "arena": "a0", "offset": 4096, "output": true, "lifetime": [0, 0]},
+  {"name": "z", "bytes": 4096, "arena": "a0", "offset": 4096}],
+ "ops": [{"name": "f", "reads": ["x"], "writes": ["y"]},
+         {"name": "g", "reads": ["x"], "writes": ["z"]}]}
+JSON
+if command -v jq >/dev/null 2>&1; then
+    run check --format sarif "$tmp/sev.json"
+    expect_rc 1 "sarif of sev.json"
+    got=$(printf '%s' "$out" | jq -c '[.runs[0].results[] | [.ruleId, .level, .locations[0].physicalLocation.region.startLine, .locations[0].physicalLocation.region.startColumn]]')
+    want='[["live-overlap","error",4,5],["lifetime-too-short","warning",4,5]]'
+    [ "$got" = "$want" ] && ok || bad "sarif regions: got $got, want $want"
+    got=$(printf '%s' "$out" | jq -c '[.runs[0].results[0].relatedLocations[] | [.physicalLocation.region.startLine, .message.text]]')
+    want='[[5,"tensor '"'z'"'"],[4,"follows from lifetime-too-short on '"'y'"': the planner probably missed that '"'y'"' is a graph output (flag '"'output'"' on '"'y'"'), live at step 2; it freed the bytes after its declared lifetime [0, 0] and reused them"]]'
+    [ "$got" = "$want" ] && ok || bad "sarif related locations: got $got, want $want"
+    sarif_levels=$(printf '%s' "$out" | jq -r '.runs[0].results[] | "\(.ruleId) \(.level)"')
+    rule_levels=$(printf '%s' "$out" | jq -r '.runs[0].tool.driver.rules[] | "\(.id) \(.defaultConfiguration.level)"')
+    run check --format json "$tmp/sev.json"
+    json_levels=$(printf '%s' "$out" | jq -r '.findings[] | "\(.kind) \(.severity)"')
+    run check "$tmp/sev.json"
+    text_levels=$(printf '%s\n' "$out" | sed -n 's/^\(ERROR\|WARNING\): tlsan: \([a-z-]*\) .*/\2 \1/p' |
+        tr 'A-Z' 'a-z')
+    [ "$sarif_levels" = "$json_levels" ] && ok || bad "severity: sarif '$sarif_levels' json '$json_levels'"
+    # text groups a finding under its cause: compare as sets
+    [ "$(sort <<<"$text_levels")" = "$(sort <<<"$json_levels")" ] && ok ||
+        bad "severity: text '$text_levels' json '$json_levels'"
+    [ "$json_levels" = "live-overlap error
+lifetime-too-short warning" ] && ok || bad "severity per kind: $json_levels"
+    # every rule's level is the one the table gives its kind
+    while read -r kind level; do
+        case "$rule_levels" in *"$kind $level"*) ok ;; *) bad "rule of $kind is not $level" ;; esac
+    done <<<"$json_levels"
+    expect_in "$rule_levels" "lifetime-too-short warning" "the table: lifetime-too-short is a warning"
+    expect_in "$rule_levels" "live-overlap error" "the table: live-overlap is an error"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
