@@ -216,6 +216,14 @@ expect_count "$err" "^SUMMARY:" 1 "uaf-large halt_on_error=0: one finding"
 run "$base:halt_on_error=0" uaf-read
 expect_in "$out" "read 254"$'\n'"uaf-read done" "uaf-read halt_on_error=0: the sentinel read"
 
+# The program's own SIGSEGV handler, installed before the shim's: faults that are not on a
+# guarded block reach it, twice (siglongjmp out of it).
+native segv-chain
+run "$base" segv-chain
+expect_rc 0 "segv-chain"
+if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; then ok; else
+    bad "segv-chain: '$out', natively '$(cat "$tmp/nout")'"; fi
+
 # realloc growing a buffer to 16 MiB in 4 KiB steps: in place where the block has room,
 # otherwise moved with room to grow; the bytes are the native run's.
 native realloc-grow

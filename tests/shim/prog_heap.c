@@ -11,10 +11,14 @@
  *   uaf-read   reads from a freed 1 MiB block (the same)
  *   realloc-grow  grows one buffer to 16 MiB in 4 KiB steps, writing each step's bytes,
  *              then checks every byte; prints a sum of them
+ *   segv-chain installs its own SIGSEGV handler (siglongjmp out), frees a 1 MiB block (the
+ *              shim's handler comes after), then faults on a bad address: its handler runs
  *   rss SIZE   allocates, fills and frees 200 MiB in blocks of SIZE bytes, one at a time;
  *              prints the peak resident set (VmHWM, kB)
  * Every access to freed memory goes through a volatile pointer so the compiler keeps it. Run
  * natively, the bug modes are undefined behaviour: they are meant for the shim only. */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,13 @@
 #endif
 
 static void *volatile sink;
+static sigjmp_buf g_jump;
+
+static void on_segv(int sig)
+{
+    (void)sig;
+    siglongjmp(g_jump, 1);
+}
 
 /* The pointer back through a volatile: the compiler no longer knows it was freed (no
  * use-after-free warning, no store dropped as dead). */
@@ -143,6 +154,20 @@ int main(int argc, char **argv)
         }
         free(buf);
         printf("realloc-grow %zu ok %llu\n", total, sum);
+        return 0;
+    }
+    if (strcmp(mode, "segv-chain") == 0) {
+        signal(SIGSEGV, on_segv);
+        free(launder(malloc((size_t)1 << 20)));
+        for (int i = 0; i < 2; i++) {
+            if (sigsetjmp(g_jump, 1) == 0) {
+                volatile int *bad = (volatile int *)(uintptr_t)16;
+                *bad = 1;
+                printf("not caught\n");
+            } else {
+                printf("caught %d\n", i);
+            }
+        }
         return 0;
     }
     if (strcmp(mode, "rss") == 0 && argc > 2) {
