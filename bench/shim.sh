@@ -11,7 +11,14 @@
 # resolution) are each the best of TLSAN_BENCH_REPEAT runs (default 5; Valgrind: 1 run). Every run's
 # output must equal the native run's (the shim must not change results); a mismatch fails.
 #
-# Environment: TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
+# Then the memory rows (issue 9): realloc growth (bench/tlsan_realloc_grow: one buffer grown to
+# 16 MiB in 4 KiB steps, 10 times), timed like the rest, and the peak resident set (the
+# largest process of the run, /usr/bin/time %M) of sqlite3 on a generated workload and of
+# gcc -O2 -c (cc1) on the preprocessed shim/engine.c, natively, under the shim's defaults and
+# with quarantine_mb=64; their output (sqlite3's rows, the object file) must be the native one.
+#
+# Environment: TLSAN_BENCH_SECTIONS ("overhead memory": which parts to run),
+# TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
 # TLSAN_BENCH_ENGINE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"),
 # TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it).
 set -euo pipefail
@@ -25,8 +32,10 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 
 shim=$build/libtlsan.so
 heavy=$build/bench/tlsan_malloc_heavy
+grow=$build/bench/tlsan_realloc_grow
 engine=$build/examples/engine/engine
-for f in "$shim" "$heavy" "$engine"; do
+sections=${TLSAN_BENCH_SECTIONS:-overhead memory}
+for f in "$shim" "$heavy" "$grow" "$engine"; do
     if [[ ! -e $f ]]; then
         echo "bench/shim.sh: $f not found; build first: cmake -S . -B $build && cmake --build $build -j2" >&2
         exit 2
@@ -37,8 +46,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The AddressSanitizer builds of both programs, with the same optimisation as the plain ones.
-cc -O2 -g -fsanitize=address -fno-omit-frame-pointer "$src/bench/malloc_heavy.c" -o "$tmp/heavy-asan"
-cc -O2 -g -fsanitize=address -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I"$src/include" \
+[[ $sections == *overhead* ]] && cc -O2 -g -fsanitize=address -fno-omit-frame-pointer "$src/bench/malloc_heavy.c" -o "$tmp/heavy-asan"
+[[ $sections == *overhead* ]] && cc -O2 -g -fsanitize=address -fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -I"$src/include" \
     "$src"/examples/engine/*.c -o "$tmp/engine-asan" -lm -lpthread
 
 
@@ -118,6 +127,7 @@ bench_program() {
     fi
 }
 
+if [[ $sections == *overhead* ]]; then
 echo "## Shim overhead, $(date -u +%Y-%m-%d), $(nproc) cores, best of $repeat"
 bench_program malloc_heavy "$tmp/heavy-asan" "$heavy" "$heavy_n"
 bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
@@ -142,5 +152,76 @@ else
 fi
 # fork() from a multi-threaded program (issue 9, part 6).
 bash "$src/bench/fork.sh" "$build"
+fi
+
+if [[ $sections == *memory* ]]; then
+    echo
+    echo "## Memory, $(date -u +%Y-%m-%d), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    configs=(
+        "native||"
+        "shim, defaults|LD_PRELOAD=$shim|TLSAN_OPTIONS=trace_path=$tmp/t.trace"
+        "shim, quarantine_mb=64|LD_PRELOAD=$shim|TLSAN_OPTIONS=quarantine_mb=64:trace_path=$tmp/t.trace"
+    )
+    bench_program realloc_grow "" "$grow" 16777216 4096 10
+
+    # peak_rss LABEL EXPECTED ENV... -- CMD...: the largest resident set (kB) of the run's
+    # processes; the run's stdout must be EXPECTED's (empty: not compared).
+    peak_rss() {
+        local label=$1 expect=$2
+        shift 2
+        local envs=()
+        while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+        shift
+        /usr/bin/time -f "%M %e" -o "$tmp/time" env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
+            echo "bench/shim.sh: $label failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+        if [[ -n $expect ]] && ! cmp -s "$tmp/out" "$expect"; then
+            echo "bench/shim.sh: $label changed the program's output" >&2
+            exit 1
+        fi
+        cat "$tmp/time"
+    }
+    # A deterministic sqlite3 workload: 200,000 rows inserted, indexed, scanned and sorted.
+    cat >"$tmp/work.sql" <<'SQL'
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r WHERE i<200000)
+  INSERT INTO t SELECT i, hex(i*2654435761 % 1000003)||hex(i), i*0.5 FROM r;
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(length(b)), avg(c) FROM t WHERE b > '8';
+SELECT b FROM t ORDER BY b LIMIT 3 OFFSET 1000;
+SQL
+    cc -E -std=c11 -D_GNU_SOURCE -DUNW_LOCAL_ONLY -I"$src/include" -I"$src/shim" -I"$src/src" \
+        "$src/shim/engine.c" -o "$tmp/engine.i"
+    echo
+    echo "### peak resident set"
+    echo
+    echo "| program | configuration | peak RSS MB | vs native | wall s |"
+    echo "|---|---|---:|---:|---:|"
+    for prog in sqlite3 cc1; do
+        if [[ $prog == sqlite3 ]] && ! command -v sqlite3 >/dev/null; then
+            echo "| sqlite3 | (not installed: apt-get install sqlite3) | - | - | - |"
+            continue
+        fi
+        base=""
+        for c in "${configs[@]}"; do
+            IFS='|' read -r label e1 e2 <<<"$c"
+            envs=(TLSAN_BENCH=1)
+            [[ -n $e1 ]] && envs+=("$e1")
+            [[ -n $e2 ]] && envs+=("$e2")
+            if [[ $prog == sqlite3 ]]; then
+                [[ -z $base ]] && sqlite3 :memory: <"$tmp/work.sql" >"$tmp/sqlite.native"
+                r=$(peak_rss "$label" "$tmp/sqlite.native" "${envs[@]}" -- sh -c "sqlite3 :memory: <'$tmp/work.sql'")
+            else
+                r=$(peak_rss "$label" "" "${envs[@]}" -- gcc -O2 -c "$tmp/engine.i" -o "$tmp/cc1.o")
+                if [[ -z $base ]]; then cp "$tmp/cc1.o" "$tmp/cc1.native.o"
+                elif ! cmp -s "$tmp/cc1.o" "$tmp/cc1.native.o"; then
+                    echo "bench/shim.sh: cc1 ($label) wrote a different object file" >&2; exit 1
+                fi
+            fi
+            [[ -z $base ]] && base=$r
+            awk -v p="$prog" -v l="$label" -v r="$r" -v b="$base" 'BEGIN { split(r, x, " "); split(b, y, " ");
+                printf "| %s | %s | %.1f | %+.1f MB | %.2f |\n", p, l, x[1] / 1024, (x[1] - y[1]) / 1024, x[2] }'
+        done
+    done
+fi
 echo
 echo "Targets: interposition alone <= 1.3x native on malloc_heavy; checksum=all <= 2x native on the engine."

@@ -34,8 +34,39 @@ size_t sentinel_verify(const void *p, size_t n);
 
 /* Block flags. */
 enum {
-    HEAP_LITE = 1u << 0, /* allocated re-entered (inside the shim): no redzone, no stack */
+    HEAP_LITE = 1u << 0,   /* allocated re-entered (inside the shim): no redzone, no stack */
+    HEAP_ZEROED = 1u << 1, /* heap_layout: the block must come zeroed (calloc) */
 };
+
+/* A freed block of at least this many bytes is guarded while in quarantine: its whole pages
+ * are made inaccessible (PROT_NONE) and given back to the kernel (MADV_DONTNEED) instead of
+ * filled, so an access faults as it does natively once glibc has unmapped such a block
+ * (M_MMAP_THRESHOLD, 128 KiB by default). The fault is reported as heap-use-after-free by a
+ * SIGSEGV handler, installed when the first block is guarded, chained to the handler the
+ * program had then; with halt_on_error other than 0 the program then dies of SIGSEGV. At
+ * most 1024 blocks are guarded at once (each may split a mapping), holding at most 64 times
+ * the quarantine's budget of address space. */
+#define HEAP_GUARD_MIN ((size_t)128 * 1024)
+/* The largest block the shim hands out (the table keeps sizes in 52 bits): beyond any user
+ * address space, so no allocation the real allocator could satisfy is refused. */
+#define HEAP_SIZE_MAX ((size_t)1 << 52)
+
+/* Where the program's block lies in the one asked of the real allocator: at `left` bytes
+ * into it (the left redzone's 16 bytes end there; a large block starts a page in, so that
+ * its pages can be guarded; an aligned block `align` bytes in), followed by its redzone.
+ * `total` is what to ask for, `align` the alignment to ask for (0: malloc's, 16). */
+struct heap_layout {
+    size_t left, total, align;
+    unsigned code; /* left, as the table records it */
+};
+/* Lays out a block of n bytes (alignment `align`, 0 or up to 16 for malloc's; flags:
+ * HEAP_ZEROED) with `extra` bytes of room after the redzone (realloc's growth). False, with
+ * errno ENOMEM, when the sizes overflow or n reaches HEAP_SIZE_MAX. */
+bool heap_layout(size_t n, size_t align, unsigned flags, size_t extra, struct heap_layout *l);
+/* Tracks the real block `real` laid out by l (heap_track): fills its redzones and returns the
+ * program's pointer (real + l->left); returns real itself when it cannot be tracked (after
+ * shim_fail), since the pass-through then frees it as the real allocator's. */
+void *heap_track_block(void *real, size_t size, uint32_t alloc_stack, const struct heap_layout *l);
 
 /* Maps the side table and the quarantine (options must be parsed). Returns false when the
  * memory cannot be mapped. */
@@ -76,12 +107,28 @@ enum heap_claim_state {
 };
 struct heap_claim {
     enum heap_claim_state state;
-    size_t size;
+    size_t size, left; /* left: the block's offset into its real block */
     uint32_t alloc_stack, free_stack;
 };
 void heap_free_claim(void *p, struct heap_claim *c);
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack);
 void heap_free_unclaim(void *p);
+
+/* realloc in place: when the real block (`usable` bytes, its malloc_usable_size) has room
+ * for n bytes and the redzone, checks the claimed block's redzones as a free would (an
+ * overwritten left one ends the program as natively), moves the redzone to the new end,
+ * records n and the realloc's stack, and releases the claim; true then. False, having done
+ * nothing, when the block must move (no room, or shrunk to less than half of over 4 KiB). */
+bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, uint32_t stack);
+
+/* For hooks that cannot wait for a lock (inside a locked section) or pass through: what the
+ * table knows of p without waiting: -1 its shard is busy (maybe this thread's own section),
+ * 0 unknown, 1 live, 2 freed; size and left set for 1 and 2. */
+int heap_peek(const void *p, size_t *size, size_t *left);
+/* The pass-through's free and realloc (the shim off after it tracked blocks): the real
+ * block of p. For a live tracked block with a left offset the entry is forgotten and
+ * *size (may be NULL) set; anything else is p itself. */
+void *heap_pass_real(void *p, size_t *size);
 
 /* Hooks entered inside one of this thread's locked sections (a signal handler; lock.h) touch
  * no shim lock: they use the real allocator and leave the table's part for later, in a small
@@ -115,7 +162,7 @@ struct heap_stats {
 };
 void heap_get_stats(struct heap_stats *s);
 
-/* Fork handlers (shim.c): every table lock, then the quarantine lock. */
+/* Fork handlers (shim.c): the quarantine lock, every table lock, the guard registry's. */
 void heap_lock_all(void);
 void heap_unlock_all(void);
 void heap_reinit_locks(void);

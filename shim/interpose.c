@@ -185,18 +185,6 @@ static inline enum path path(void)
     return shim_enter() ? P_FULL : P_LITE;
 }
 
-/* Sets *total to size + redzone; returns 0 (errno ENOMEM) when that overflows. */
-static inline int with_redzone(size_t n, size_t *total)
-{
-    size_t rz = heap_redzone();
-    if (UNLIKELY(n > SIZE_MAX - rz)) {
-        errno = ENOMEM;
-        return 0;
-    }
-    *total = n + rz;
-    return 1;
-}
-
 /* When the real allocator fails and the quarantine holds memory, the quarantine is emptied
  * and the request tried once more: the memory the shim holds back must not be what makes a
  * correct program run out. (Not for absurd sizes, which no draining would satisfy.) */
@@ -225,6 +213,56 @@ static inline void *deferred(void *p, size_t n)
     if (p)
         heap_deferred_track(p, n);
     return p;
+}
+
+/* The real block for a layout: memalign when it asks for an alignment, else malloc or
+ * calloc (zeroed). */
+static void *real_block(const struct heap_layout *l, int zeroed)
+{
+    void *p;
+    shim_real_enter();
+    p = l->align ? r_memalign(l->align, l->total)
+        : zeroed ? r_calloc(1, l->total)
+                 : r_malloc(l->total);
+    shim_real_leave();
+    return p;
+}
+
+/* The full path's block of n bytes (malloc, calloc with HEAP_ZEROED, realloc's new block
+ * with `extra` room): laid out with its redzones (heap_layout), tried again once after
+ * draining the quarantine, tracked. NULL (errno ENOMEM) when it cannot be had. */
+static void *full_block(size_t n, unsigned flags, size_t extra, uint32_t stack)
+{
+    struct heap_layout l;
+    if (!heap_layout(n, 0, flags, extra, &l))
+        return NULL;
+    int zeroed = (flags & HEAP_ZEROED) != 0;
+    void *real = real_block(&l, zeroed);
+    RETRY_AFTER_DRAIN(real, real_block(&l, zeroed), l.total);
+    if (real)
+        return heap_track_block(real, n, stack, &l);
+    if (l.total == n + extra || n > ((size_t)1 << 40))
+        return NULL;
+    /* The real allocator has no room for what the shim adds (redzones, table), even with
+     * the quarantine emptied: a correct program must not run out because of the shim, so
+     * it stops checking, and the block is the real allocator's own. */
+    int saved = errno;
+    shim_fail("the real allocator is out of memory");
+    real = zeroed ? real_calloc(1, n) : real_malloc(n);
+    if (real)
+        errno = saved;
+    return real;
+}
+
+/* The real allocator's usable size of a tracked block's real block. */
+static size_t real_usable(void *p, size_t left)
+{
+    if (!r_usable_size)
+        return 0;
+    shim_real_enter();
+    size_t n = r_usable_size((char *)p - left);
+    shim_real_leave();
+    return n;
 }
 
 /* The full path's end: errno as the caller left it unless the call failed (the stack
@@ -258,14 +296,7 @@ EXPORT void *malloc(size_t n)
     }
     int saved = errno;
     uint32_t stack = STACK(1);
-    size_t total;
-    void *p = NULL;
-    if (with_redzone(n, &total)) {
-        p = real_malloc(total);
-        RETRY_AFTER_DRAIN(p, real_malloc(total), total);
-        tracked(p, n, stack, 0);
-    }
-    return done(p, saved);
+    return done(full_block(n, 0, 0, stack), saved);
 }
 
 EXPORT void free(void *p)
@@ -275,7 +306,7 @@ EXPORT void free(void *p)
     resolve();
     switch (path()) {
     case P_PASS:
-        r_free(p);
+        r_free(heap_pass_real(p, NULL));
         return;
     case P_DEFER:
         heap_deferred_free(p);
@@ -333,14 +364,7 @@ EXPORT void *calloc(size_t count, size_t size)
     }
     int saved = errno;
     uint32_t stack = STACK(1);
-    size_t total;
-    void *p = NULL;
-    if (with_redzone(n, &total)) {
-        p = real_calloc(1, total);
-        RETRY_AFTER_DRAIN(p, real_calloc(1, total), total);
-        tracked(p, n, stack, 0);
-    }
-    return done(p, saved);
+    return done(full_block(n, HEAP_ZEROED, 0, stack), saved);
 }
 
 /* realloc for a tracked heap, re-entered (lite): a new block, a copy, and the old block
@@ -361,14 +385,22 @@ static void *realloc_lite(void *p, size_t n)
     return q;
 }
 
-/* realloc inside a locked section (defer path): the table cannot be read, so the bytes to
- * copy are the real allocator's usable size of the old block (at least its requested size;
- * the redzone after it, when it has one, is copied too, harmlessly). */
+/* realloc inside a locked section (defer path): the table is read only if its shard is free
+ * (heap_peek); a block it does not know is copied for the real allocator's usable size of it
+ * (at least its requested size). When the shard is busy (this very thread may be inside it)
+ * the realloc fails with ENOMEM rather than guess where the block starts. */
 static void *realloc_deferred(void *p, size_t n)
 {
-    size_t old = heap_deferred_size(p);
-    if (!old && r_usable_size)
-        old = r_usable_size(p);
+    size_t old = heap_deferred_size(p), left = 0;
+    if (!old) {
+        int known = heap_peek(p, &old, &left);
+        if (known < 0 || known == 2) { /* busy, or freed already (its pages may be guarded) */
+            errno = ENOMEM;
+            return NULL;
+        }
+        if (known == 0)
+            old = r_usable_size ? r_usable_size(p) : 0;
+    }
     void *q = shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
     if (!q)
         return NULL;
@@ -402,8 +434,18 @@ EXPORT void *realloc(void *p, size_t n)
         return q;
     }
     switch (path()) {
-    case P_PASS:
-        return r_realloc(p, n);
+    case P_PASS: {
+        size_t old, left;
+        if (!shim_tracking() || heap_peek(p, &old, &left) != 1 || !left)
+            return r_realloc(p, n);
+        /* A block the shim laid out, before it stopped: moved to a plain one. */
+        void *q = r_malloc(n);
+        if (q) {
+            memcpy(q, p, old < n ? old : n);
+            r_free(heap_pass_real(p, NULL));
+        }
+        return q;
+    }
     case P_DEFER:
         return realloc_deferred(p, n);
     case P_LITE:
@@ -411,9 +453,11 @@ EXPORT void *realloc(void *p, size_t n)
     case P_FULL:
         break;
     }
-    /* A new block, a copy, and the old block freed (into the quarantine), so a stale
-     * pointer to the old block is caught like any freed one. The old block is claimed
-     * before the stack is captured, as in free. */
+    /* In place when the real block has room (the checks of a free are made on the old
+     * end); otherwise a new block with room to grow by half again (so that a buffer grown
+     * step by step moves a logarithmic number of times), a copy, and the old block freed
+     * into the quarantine, so a stale pointer to it is caught like any freed one. The old
+     * block is claimed before the stack is captured, as in free. */
     int saved = errno;
     struct heap_claim c;
     heap_free_claim(p, &c);
@@ -425,15 +469,22 @@ EXPORT void *realloc(void *p, size_t n)
         shim_leave();
         return NULL;
     }
-    size_t total;
-    void *q = NULL;
-    if (with_redzone(n, &total)) {
-        q = real_malloc(total);
-        RETRY_AFTER_DRAIN(q, real_malloc(total), total);
-        tracked(q, n, stack, 0);
+    if (heap_resize(p, &c, n, real_usable(p, c.left), stack)) {
+        if (n < c.size)
+            engine_heap_block_freed((char *)p + n, c.size - n);
+        return done(p, saved);
     }
+    size_t extra = n > c.size ? n / 2 : 0;
+    void *q = full_block(n, 0, extra, stack);
+    if (!q && extra)
+        q = full_block(n, 0, 0, stack);
     if (!q) {
         heap_free_unclaim(p); /* the old block stays as it was */
+    } else if (!shim_active()) {
+        /* full_block gave up checking: the old block goes straight back too. */
+        memcpy(q, p, c.size < n ? c.size : n);
+        heap_free_unclaim(p);
+        r_free(heap_pass_real(p, NULL));
     } else {
         memcpy(q, p, c.size < n ? c.size : n);
         engine_heap_block_freed(p, c.size);
@@ -513,14 +564,16 @@ __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t ali
         return NULL;
     }
     uint32_t stack = capture();
-    size_t total;
+    struct heap_layout l;
     void *p = NULL;
-    if (with_redzone(n, &total)) {
+    if (heap_layout(n, align, 0, 0, &l)) {
+        size_t a = l.align > align ? l.align : align;
         errno = 0;
-        p = call_aligned(fn, align, total);
+        p = call_aligned(fn, a, l.total);
         if (!p && errno != EINVAL) /* a bad alignment stays one */
-            RETRY_AFTER_DRAIN(p, call_aligned(fn, align, total), total);
-        tracked(p, n, stack, 0);
+            RETRY_AFTER_DRAIN(p, call_aligned(fn, a, l.total), l.total);
+        if (p)
+            p = heap_track_block(p, n, stack, &l);
     }
     return done(p, saved);
 }
@@ -595,12 +648,20 @@ EXPORT size_t malloc_usable_size(void *p)
         shim_init();
         st = shim_state();
     }
-    if (st == SHIM_OFF || (st == SHIM_INITING && !shim_tracking()))
+    size_t n = 0, left = 0;
+    if (st == SHIM_OFF || (st == SHIM_INITING && !shim_tracking())) {
+        if (shim_tracking() && heap_peek(p, &n, &left) == 1 && left)
+            return n; /* laid out by the shim before it stopped */
         return r_usable_size ? r_usable_size(p) : 0;
+    }
     if (UNLIKELY(shim_t_locks)) {
-        /* Inside a locked section (a signal handler): the table cannot be read. */
-        size_t n = heap_deferred_size(p);
-        return n ? n : r_usable_size ? r_usable_size(p) : 0;
+        /* Inside a locked section (a signal handler): the table is read only if free. */
+        if ((n = heap_deferred_size(p)) != 0)
+            return n;
+        int known = heap_peek(p, &n, &left);
+        if (known != 0)
+            return known == 1 ? n : 0;
+        return r_usable_size ? r_usable_size(p) : 0;
     }
     /* The requested size: the redzone is not the program's to use. */
     size_t size;

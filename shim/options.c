@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_type { T_BOOL, T_INT, T_SIZE, T_STR, T_CHECKSUM };
+enum opt_type { T_BOOL, T_INT, T_SIZE, T_STR, T_CHECKSUM, T_HALT };
 
 struct opt_desc {
     const char *name;
@@ -42,6 +42,7 @@ void options_defaults(struct shim_options *o)
 #define DEF_INT(f, d)            (f) = (d)
 #define DEF_SIZE(f, d)           (f) = (d)
 #define DEF_CHECKSUM(f, d)       (f) = (d)
+#define DEF_HALT(f, d)           (f) = (d)
 #define DEF_STR(f, d)            str_copy((f), sizeof(f), (d))
 #define X(type, name, def, help) DEF_##type(o->name, def);
     SHIM_OPTIONS(X)
@@ -121,6 +122,16 @@ static const char *set_value(struct shim_options *o, const struct opt_desc *d, c
             *(enum shim_checksum *)field = SHIM_CHECKSUM_OFF;
         else
             return "all, shared or off";
+        return NULL;
+    case T_HALT:
+        if (text_is(v, n, "1") || text_is(v, n, "true"))
+            *(enum shim_halt *)field = SHIM_HALT_ALWAYS;
+        else if (text_is(v, n, "0") || text_is(v, n, "false"))
+            *(enum shim_halt *)field = SHIM_HALT_NEVER;
+        else if (text_is(v, n, "native"))
+            *(enum shim_halt *)field = SHIM_HALT_NATIVE;
+        else
+            return "0, 1 or native";
         return NULL;
     }
     return "a value";
@@ -223,6 +234,11 @@ static void append_value(struct outbuf *b, const struct shim_options *o, const s
                     c == SHIM_CHECKSUM_ALL   ? "all"
                     : c == SHIM_CHECKSUM_OFF ? "off"
                                              : "shared");
+        break;
+    }
+    case T_HALT: {
+        enum shim_halt h = *(const enum shim_halt *)field;
+        out_appendf(b, "%s", h == SHIM_HALT_NEVER ? "0" : h == SHIM_HALT_ALWAYS ? "1" : "native");
         break;
     }
     }

@@ -7,18 +7,26 @@
 #include <stdint.h>
 
 enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL };
+/* halt_on_error: 0 never (every finding is reported and the program goes on), 1 at the first
+ * finding (exit with `exitcode`), native (the default) where the program would have died
+ * without the shim: a heap error that glibc aborts on (double or invalid free, a write over
+ * the allocator's header before a block) ends with SIGABRT, and an access to a freed large
+ * block (glibc unmaps those) with SIGSEGV; every other finding goes on. */
+enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
 
 /* X(type, name, default, help). Types: BOOL (0/1, also true/false), INT (decimal), SIZE
- * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off). */
+ * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native). */
 #define SHIM_OPTIONS(X)                                                                            \
-    X(BOOL, halt_on_error, 0, "exit with `exitcode` right after the first finding")                \
+    X(HALT, halt_on_error, SHIM_HALT_NATIVE,                                                       \
+      "1: exit with `exitcode` at the first finding; native: die where glibc would; 0: never")     \
     X(INT, exitcode, 1, "exit status of a process that had findings")                              \
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
     X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
     X(STR, trace_path, "",                                                                         \
       "trace file (a forked child, or one finding it taken, writes FILE.PID)")                     \
     X(STR, trace_dir, "", "write traces as DIR/tlsan.PID.trace (default: $TLSAN_TRACE_DIR)")       \
-    X(SIZE, quarantine_mb, 64, "megabytes of freed blocks held back before reuse (0: none)")       \
+    X(SIZE, quarantine_mb, 8,                                                                      \
+      "megabytes of memory the quarantine of freed blocks may hold (0: none)")                     \
     X(BOOL, fill, 1, "fill freed blocks and released tensors with the NaN sentinel")               \
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
     X(SIZE, redzone, 16, "bytes of redzone after each heap block (0: none)")                       \
@@ -34,6 +42,7 @@ struct shim_options {
 #define SHIM_OPT_DECL_SIZE(n)     uint64_t n
 #define SHIM_OPT_DECL_STR(n)      char n[256]
 #define SHIM_OPT_DECL_CHECKSUM(n) enum shim_checksum n
+#define SHIM_OPT_DECL_HALT(n)     enum shim_halt n
 #define X(type, name, def, help)  SHIM_OPT_DECL_##type(name);
     SHIM_OPTIONS(X)
 #undef X

@@ -168,7 +168,7 @@ void report_end(struct report *r, const char *summary_fmt, ...)
     t_in_report = 0;
     errno = saved;
     const struct shim_options *o = shim_opts();
-    if (o->halt_on_error) {
+    if (o->halt_on_error == SHIM_HALT_ALWAYS) {
         trace_close(count);
         _exit(o->exitcode);
     }

@@ -17,6 +17,7 @@
 #define SHIM_FINDING_KINDS(X)                                                                      \
     X(HEAP_WRITE_AFTER_FREE, "heap-write-after-free", "a freed heap block changed in quarantine")  \
     X(HEAP_BUFFER_OVERFLOW, "heap-buffer-overflow", "a write past a heap block's end")             \
+    X(HEAP_USE_AFTER_FREE, "heap-use-after-free", "an access to a freed large heap block")         \
     X(DOUBLE_FREE, "double-free", "a heap block freed twice")                                      \
     X(INVALID_FREE, "invalid-free", "free of a pointer malloc did not return")                     \
     X(LIVE_CORRUPTION, "live-corruption", "a live tensor changed with no write of its own")        \

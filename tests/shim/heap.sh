@@ -11,9 +11,9 @@ shim_test_setup heap.sh "$@"
 prog=$progs/prog_heap
 
 
-# run OPTIONS MODE: runs prog_heap MODE under the shim; sets rc, out, err.
+# run OPTIONS MODE [ARG]: runs prog_heap MODE under the shim; sets rc, out, err.
 run() {
-    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "$2" >"$tmp/out" 2>"$tmp/err"
+    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "${@:2}" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
@@ -91,9 +91,14 @@ run "$base:quarantine_mb=0" overflow
 expect_rc 1 "overflow quarantine_mb=0"
 expect_in "$err" "SUMMARY: tlsan: heap-buffer-overflow 3 bytes past the end of a 40-byte block" "overflow quarantine_mb=0"
 
-# Double free: reported once, the second free ignored (glibc would abort), program ends.
+# Double free: reported, then the program aborts as glibc's free does (SIGABRT: 134).
 run "$base" double
-expect_rc 1 "double"
+expect_rc 134 "double: aborts as natively"
+expect_not_in "$out" "double done" "double: stopped at the second free"
+expect_count "$err" "^SUMMARY: tlsan: double-free of a 32-byte block\$" 1 "double: reported before the abort"
+# With halt_on_error=0: reported once, the second free ignored, the program ends.
+run "$base:halt_on_error=0" double
+expect_rc 1 "double halt_on_error=0"
 expect_in "$out" "double done" "double: the program ran to its end"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: double-free on address $hex \(a 32-byte block\)\$" "double headline"
 expect_match "$err" "^freed again here:\$" "double: stack 1"
@@ -109,9 +114,13 @@ expect_rc 7 "double halt_on_error"
 expect_not_in "$out" "double done" "double halt_on_error: stopped at once"
 expect_count "$err" "^SUMMARY: tlsan: double-free" 1 "double halt_on_error: reported"
 
-# Invalid free: an interior pointer and a stack address, both ignored.
+# Invalid free: an interior pointer and a stack address, both ignored with halt_on_error=0;
+# by default the first aborts, as glibc's "free(): invalid pointer".
 run "$base" invalid
-expect_rc 1 "invalid"
+expect_rc 134 "invalid: aborts as natively"
+expect_count "$err" "^SUMMARY: tlsan: invalid-free on address $hex\$" 1 "invalid: one report, then the abort"
+run "$base:halt_on_error=0" invalid
+expect_rc 1 "invalid halt_on_error=0"
 expect_in "$out" "invalid done" "invalid: the program ran to its end"
 expect_count "$err" "^==[0-9]+==ERROR: tlsan: invalid-free on address $hex, which malloc did not return\$" 2 "invalid headlines"
 expect_count "$err" "^SUMMARY: tlsan: invalid-free on address $hex\$" 2 "invalid summaries"
@@ -134,11 +143,11 @@ native=$("$prog" clean)
 if [ "$out" = "$native" ]; then ok; else bad "clean: output '$out', natively '$native'"; fi
 run "$base:verbosity=1" clean
 expect_rc 3 "clean verbosity=1"
-expect_match "$err" "^==[0-9]+==tlsan: active \(quarantine_mb=64 fill=1 redzone=16 stack_depth=16 " "verbosity=1 start line"
+expect_match "$err" "^==[0-9]+==tlsan: active \(quarantine_mb=8 fill=1 redzone=16 stack_depth=16 .* halt_on_error=native " "verbosity=1 start line"
 expect_match "$err" "^==[0-9]+==tlsan: exit: 0 findings; [0-9]+ allocations" "verbosity=1 exit line"
 
 # log_path: the report goes to PATH.PID, stderr stays empty.
-run "$base:log_path=$tmp/log" double
+run "$base:halt_on_error=0:log_path=$tmp/log" double
 expect_rc 1 "log_path"
 if [ -z "$err" ]; then ok; else bad "log_path: stderr not empty: $err"; fi
 logs=("$tmp"/log.*)
@@ -147,14 +156,96 @@ if [ ${#logs[@]} = 1 ] && grep -q "^SUMMARY: tlsan: double-free of a 32-byte blo
 else bad "log_path: no report in $tmp/log.PID"; fi
 
 # Options: an unknown key and a bad value are one line each; the rest still applies.
-run "trace=0:foo=1,exitcode=x exitcode=5" double
+run "trace=0:halt_on_error=0:foo=1,exitcode=x exitcode=5" double
 expect_rc 5 "options: good pairs apply"
 expect_in "$err" "tlsan: TLSAN_OPTIONS: unknown option 'foo' (ignored)" "options: unknown"
 expect_in "$err" "tlsan: TLSAN_OPTIONS: bad value 'x' for 'exitcode' (want an integer; ignored)" "options: bad value"
 run "trace=0:help=1" clean
 expect_rc 3 "help=1 continues"
-expect_in "$err" "  quarantine_mb=64" "help lists quarantine_mb"
+expect_in "$err" "  quarantine_mb=8" "help lists quarantine_mb"
 expect_in "$err" "  checksum=shared" "help lists checksum"
+
+# native MODE: runs prog_heap MODE without the shim; sets nrc (a signal's death is 128+N).
+native() {
+    "$prog" "$@" >"$tmp/nout" 2>"$tmp/nerr"
+    nrc=$?
+}
+
+# Underflow: the byte before a block is glibc's chunk size, so natively the free aborts.
+# Under the shim the left redzone catches it, and the program still aborts (134).
+native underflow
+if [ "$nrc" = 134 ]; then ok; else bad "underflow natively: exit status $nrc, want 134"; fi
+run "$base" underflow
+expect_rc 134 "underflow: aborts as natively"
+expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-buffer-overflow on address $hex, 1 bytes before the start of a 64-byte block at $hex \(underflow\)\$" "underflow headline"
+expect_in "$err" "  the 16-byte redzone before the block changed (found when it was freed)" "underflow: redzone line"
+expect_in "$err" "    found:    41"$'\n' "underflow: the byte written"
+expect_count "$err" "^SUMMARY: tlsan: heap-buffer-overflow 1 bytes before the start of a 64-byte block\$" 1 "underflow summary"
+expect_not_in "$out" "underflow done" "underflow: stopped at the free"
+run "$base:halt_on_error=0" underflow
+expect_rc 1 "underflow halt_on_error=0: goes on, a finding"
+expect_in "$out" "underflow done" "underflow halt_on_error=0: ran to its end"
+run "$base:halt_on_error=1:exitcode=7" underflow
+expect_rc 7 "underflow halt_on_error=1"
+
+# A write into a freed 1 MiB block: natively unmapped by glibc (SIGSEGV, 139). Under the
+# shim its pages are inaccessible in quarantine: reported with the three stacks, then the
+# same death. Reads fault too.
+for mode in uaf-large uaf-read; do
+    native "$mode"
+    if [ "$nrc" = 139 ]; then ok; else bad "$mode natively: exit status $nrc, want 139"; fi
+    run "$base" "$mode"
+    expect_rc 139 "$mode: SIGSEGV as natively"
+    expect_not_in "$out" "$mode done" "$mode: stopped at the access"
+done
+expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-use-after-free on address $hex at offset 200000 of a 1048576-byte block at $hex\$" "uaf-read headline"
+expect_in "$err" "  a read of a freed block: its pages are inaccessible while it is in quarantine" "uaf-read: a read"
+run "$base" uaf-large
+expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-use-after-free on address $hex at offset 100 of a 1048576-byte block at $hex\$" "uaf-large headline"
+expect_in "$err" "  a write of a freed block: its pages are inaccessible while it is in quarantine" "uaf-large: a write"
+# Frame #0 of each stack (the write, the free, the allocation) is in prog_heap's main.
+for title in "written here" "freed here" "allocated here"; do
+    frame=$(printf '%s\n' "$err" | sed -n "/^$title:\$/{n;p;}")
+    expect_match "$frame" "^    #0 $hex \(.*/prog_heap\+0x[0-9a-f]+\)\$" "uaf-large: $title"
+done
+expect_count "$err" "^SUMMARY: tlsan: heap-use-after-free at offset 100 of a 1048576-byte block\$" 1 "uaf-large summary"
+run "$base:halt_on_error=0" uaf-large
+expect_rc 1 "uaf-large halt_on_error=0: goes on, a finding"
+expect_in "$out" "uaf-large done" "uaf-large halt_on_error=0: ran to its end"
+expect_count "$err" "^SUMMARY:" 1 "uaf-large halt_on_error=0: one finding"
+run "$base:halt_on_error=0" uaf-read
+expect_in "$out" "read 254"$'\n'"uaf-read done" "uaf-read halt_on_error=0: the sentinel read"
+
+# The program's own SIGSEGV handler, installed before the shim's: faults that are not on a
+# guarded block reach it, twice (siglongjmp out of it).
+native segv-chain
+run "$base" segv-chain
+expect_rc 0 "segv-chain"
+if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; then ok; else
+    bad "segv-chain: '$out', natively '$(cat "$tmp/nout")'"; fi
+
+# realloc growing a buffer to 16 MiB in 4 KiB steps: in place where the block has room,
+# otherwise moved with room to grow; the bytes are the native run's.
+native realloc-grow
+run "$base" realloc-grow
+expect_rc 0 "realloc-grow"
+expect_in "$out" "realloc-grow 16777216 ok 2139095040" "realloc-grow: every byte"
+if [ "$out" = "$(cat "$tmp/nout")" ] && [ -z "$err" ]; then ok; else bad "realloc-grow: '$out' / '$err', natively '$(cat "$tmp/nout")'"; fi
+
+# The quarantine's memory: 200 MiB freed in 64 KiB blocks (filled, held) or in 1 MiB blocks
+# (guarded: pages given back) raise the peak resident set by at most the 8 MiB default
+# budget and 4 MiB for the shim's own tables; quarantine_mb=64 holds more.
+for size in 65536 1048576; do
+    native rss "$size"
+    run "$base" rss "$size"
+    extra=$((out - $(cat "$tmp/nout")))
+    if [ "$rc" = 0 ] && [ "$extra" -lt $((12 * 1024)) ]; then ok; else
+        bad "rss $size: peak RSS $out kB, natively $(cat "$tmp/nout") kB: $extra kB more (want < 12288)"; fi
+done
+native rss 65536
+run "$base:quarantine_mb=64" rss 65536
+extra=$((out - $(cat "$tmp/nout")))
+if [ "$extra" -gt $((48 * 1024)) ]; then ok; else bad "rss quarantine_mb=64: only $extra kB more"; fi
 
 echo "heap.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -6,8 +6,19 @@
  *   invalid    frees an interior pointer and a stack address
  *   nan        prints a float read from a freed block ("nan" with fills on)
  *   clean      allocates, uses and frees correctly; exits with status 3
+ *   underflow  writes the byte before a 64-byte block, then frees it (glibc aborts)
+ *   uaf-large  writes into a freed 1 MiB block (glibc unmapped it: SIGSEGV)
+ *   uaf-read   reads from a freed 1 MiB block (the same)
+ *   realloc-grow  grows one buffer to 16 MiB in 4 KiB steps, writing each step's bytes,
+ *              then checks every byte; prints a sum of them
+ *   segv-chain installs its own SIGSEGV handler (siglongjmp out), frees a 1 MiB block (the
+ *              shim's handler comes after), then faults on a bad address: its handler runs
+ *   rss SIZE   allocates, fills and frees 200 MiB in blocks of SIZE bytes, one at a time;
+ *              prints the peak resident set (VmHWM, kB)
  * Every access to freed memory goes through a volatile pointer so the compiler keeps it. Run
  * natively, the bug modes are undefined behaviour: they are meant for the shim only. */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +31,13 @@
 #endif
 
 static void *volatile sink;
+static sigjmp_buf g_jump;
+
+static void on_segv(int sig)
+{
+    (void)sig;
+    siglongjmp(g_jump, 1);
+}
 
 /* The pointer back through a volatile: the compiler no longer knows it was freed (no
  * use-after-free warning, no store dropped as dead). */
@@ -92,6 +110,80 @@ int main(int argc, char **argv)
         free(d);
         volatile double *vd = launder(d);
         printf("%f\n", vd[3]);
+        return 0;
+    }
+    if (strcmp(mode, "underflow") == 0) {
+        unsigned char *p = malloc(64);
+        memset(p, 1, 64);
+        volatile unsigned char *v = p;
+        v[-1] = 0x41;
+        free(p);
+        printf("underflow done\n");
+        return 0;
+    }
+    if (strcmp(mode, "uaf-large") == 0 || strcmp(mode, "uaf-read") == 0) {
+        size_t n = (size_t)1 << 20;
+        unsigned char *p = malloc(n);
+        memset(p, 1, n);
+        free(p);
+        volatile unsigned char *v = launder(p);
+        if (strcmp(mode, "uaf-large") == 0)
+            v[100] = 0x41;
+        else
+            printf("read %d\n", v[200000]);
+        printf("%s done\n", mode);
+        return 0;
+    }
+    if (strcmp(mode, "realloc-grow") == 0) {
+        size_t step = 4096, total = (size_t)16 << 20;
+        unsigned char *buf = NULL;
+        for (size_t n = step; n <= total; n += step) {
+            buf = realloc(buf, n);
+            if (!buf)
+                return 1;
+            for (size_t i = n - step; i < n; i++)
+                buf[i] = (unsigned char)(i * 7 + i / 4096);
+        }
+        unsigned long long sum = 0;
+        for (size_t i = 0; i < total; i++) {
+            if (buf[i] != (unsigned char)(i * 7 + i / 4096)) {
+                printf("realloc-grow: byte %zu changed\n", i);
+                return 1;
+            }
+            sum += buf[i];
+        }
+        free(buf);
+        printf("realloc-grow %zu ok %llu\n", total, sum);
+        return 0;
+    }
+    if (strcmp(mode, "segv-chain") == 0) {
+        signal(SIGSEGV, on_segv);
+        free(launder(malloc((size_t)1 << 20)));
+        for (int i = 0; i < 2; i++) {
+            if (sigsetjmp(g_jump, 1) == 0) {
+                volatile int *bad = (volatile int *)(uintptr_t)16;
+                *bad = 1;
+                printf("not caught\n");
+            } else {
+                printf("caught %d\n", i);
+            }
+        }
+        return 0;
+    }
+    if (strcmp(mode, "rss") == 0 && argc > 2) {
+        size_t size = (size_t)strtoull(argv[2], NULL, 10), n = ((size_t)200 << 20) / size;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char *p = malloc(size);
+            memset(p, (int)(i & 0xff), size);
+            free(launder(p));
+        }
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, "VmHWM:", 6) == 0)
+                printf("%lld\n", strtoll(line + 6, NULL, 10));
+        if (f)
+            fclose(f);
         return 0;
     }
     if (strcmp(mode, "clean") == 0) {

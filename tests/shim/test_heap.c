@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <malloc.h>
+#include <sys/mman.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,10 +135,12 @@ static void verify_sampling(void **state)
 
 static int g_pipe[2];
 static unsigned g_real_frees;
+static void *g_last_freed;
 
 static void counting_free(void *p)
 {
     g_real_frees++;
+    g_last_freed = p;
     free(p);
 }
 
@@ -172,6 +176,7 @@ static int setup(void **state)
     o->fill = 1;
     o->stack_depth = 8;
     o->trace = 0;
+    o->halt_on_error = SHIM_HALT_NEVER; /* the bugs here would otherwise abort, as glibc's */
     heap_set_real_free(counting_free);
     return heap_init() ? 0 : -1;
 }
@@ -294,15 +299,23 @@ static void write_after_free(void **state)
     p[97] = 0x7F;
     assert_int_equal(heap_verify_quarantine(0), 0);
 
-    /* At eviction: freeing 1 MiB more pushes p out of the 1 MiB quarantine. */
+    /* At eviction: freeing 1.2 MiB more (blocks below HEAP_GUARD_MIN, which are filled and
+     * count in full) pushes p out of the 1 MiB quarantine. */
     p[50] = 0x42;
     before = report_count();
-    unsigned char *big = alloc(600 * 1024), *big2 = alloc(600 * 1024);
-    heap_free(big, 0, 0);
-    heap_free(big2, 0, 0);
+    unsigned char *big[12];
+    for (int i = 0; i < 12; i++) {
+        big[i] = alloc(100 * 1024);
+        heap_free(big[i], 0, 0);
+    }
     assert_int_equal(heap_lookup(p, NULL), 0); /* evicted and freed */
-    assert_int_equal(heap_lookup(big, NULL), 0);
-    assert_int_equal(heap_lookup(big2, NULL), 2);
+    assert_int_equal(heap_lookup(big[11], NULL), 2);
+    /* Each costs its chunk (100 KiB + 16 + 8, rounded to 16) and 80 bytes of records: ten
+     * fit in 1 MiB, so p and the first two left (their addresses may be reused since). */
+    struct heap_stats st;
+    heap_get_stats(&st);
+    assert_int_equal(st.quarantine_blocks, 10);
+    assert_int_equal(st.quarantine_bytes, 10 * (((100 * 1024 + 16 + 8 + 15) & ~15) + 80));
     assert_int_equal(report_count(), before + 1);
     r = reports();
     assert_non_null(strstr(r, "at offset 50 of a 100-byte block"));
@@ -324,10 +337,11 @@ static void budget_and_lite(void **state)
     assert_int_equal(g_real_frees, frees + 1);
     assert_int_equal(report_count(), before + 1);
     assert_non_null(strstr(reports(), "0 bytes past the end of a 24-byte block"));
-    /* A block larger than the budget is not quarantined either. */
+    /* A block larger than the budget is not quarantined either: for one to be guarded, that
+     * is 64 times the budget of address space. */
     o->quarantine_mb = 1;
     assert_true(heap_init());
-    p = alloc((1u << 20) + 1);
+    p = alloc((64u << 20) + 1);
     heap_free(p, 0, 0);
     assert_int_equal(heap_lookup(p, NULL), 0);
     assert_int_equal(g_real_frees, frees + 2);
@@ -350,11 +364,127 @@ static void budget_and_lite(void **state)
     assert_string_equal(reports(), "");
 }
 
+/* A block as the hooks lay it out (heap_layout), from the real allocator. */
+static unsigned char *alloc_laid_out(size_t n, struct heap_layout *l)
+{
+    assert_true(heap_layout(n, 0, 0, 0, l));
+    void *real = l->align ? aligned_alloc(l->align, (l->total + l->align - 1) & ~(l->align - 1))
+                          : malloc(l->total);
+    unsigned char *p = heap_track_block(real, n, 0, l);
+    assert_ptr_equal(p, (unsigned char *)real + l->left);
+    memset(p, 0x11, n);
+    return p;
+}
+
+static void underflow_and_layout(void **state)
+{
+    (void)state;
+    struct heap_layout l;
+    /* A small block: 16 bytes of left redzone; a large one starts a page in, page-aligned. */
+    unsigned char *p = alloc_laid_out(40, &l);
+    assert_int_equal(l.left, 16);
+    assert_int_equal(l.total, 16 + 40 + 16);
+    assert_int_equal(sentinel_find_change(p - 16, 16), 16);
+    assert_true(heap_layout(HEAP_GUARD_MIN, 0, 0, 0, &l));
+    assert_int_equal(l.left, (size_t)sysconf(_SC_PAGESIZE));
+    assert_int_equal(l.align, l.left);
+    assert_true(heap_layout(HEAP_GUARD_MIN, 0, HEAP_ZEROED, 0, &l)); /* calloc: not aligned */
+    assert_int_equal(l.left, 16);
+    assert_int_equal(l.align, 0);
+    assert_true(heap_layout(100, 64, 0, 0, &l)); /* keeps the alignment */
+    assert_int_equal(l.left, 64);
+    assert_false(heap_layout(HEAP_SIZE_MAX, 0, 0, 0, &l));
+
+    p[-3] = 0x41;
+    uint64_t before = report_count();
+    unsigned frees = g_real_frees;
+    heap_free(p, 0, 0);
+    assert_int_equal(report_count(), before + 1);
+    char want[256];
+    snprintf(want, sizeof want,
+             "ERROR: tlsan: heap-buffer-overflow on address %p, 3 bytes before the start of a "
+             "40-byte block at %p (underflow)\n"
+             "  the 16-byte redzone before the block changed (found when it was freed)\n"
+             "  bytes from 3 before the start (3 shown):\n"
+             "    expected: 7f fe 7f\n    found:    41 fe 7f\n",
+             (void *)(p - 3), (void *)p);
+    assert_non_null(strstr(reports(), want));
+    /* Quarantined, its redzone refilled; evicted (last: it is the newest) to the real
+     * block's start. */
+    assert_int_equal(heap_lookup(p, NULL), 2);
+    assert_int_equal(sentinel_find_change(p - 16, 16), 16);
+    assert_true(heap_quarantine_drain());
+    assert_true(g_real_frees >= frees + 1);
+    assert_ptr_equal(g_last_freed, p - 16);
+    assert_string_equal(reports(), "");
+}
+
+static void guarded_blocks(void **state)
+{
+    (void)state;
+    struct heap_layout l;
+    size_t n = HEAP_GUARD_MIN + 1000, page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p = alloc_laid_out(n, &l);
+    assert_int_equal((uintptr_t)p % page, 0);
+    heap_free(p, 0, 0);
+    assert_int_equal(heap_lookup(p, NULL), 2);
+    /* The whole pages are inaccessible and given back; the tail page's bytes are filled. */
+    unsigned char vec[64];
+    assert_int_equal(mincore(p, page, vec), 0);
+    assert_int_equal(vec[0] & 1, 0);
+    assert_int_equal(sentinel_find_change(p + n - 1000, 1000), 1000);
+    struct heap_stats st;
+    heap_get_stats(&st);
+    assert_true(st.quarantine_bytes < 3 * page); /* only the edges count */
+    /* A write into the tail page is found at exit, as in any filled block. */
+    p[n - 10] = 0;
+    assert_int_equal(heap_verify_quarantine(0), 1);
+    assert_non_null(strstr(reports(), "at offset 132062 of a 132072-byte block"));
+    p[n - 10] = sentinel_byte((uintptr_t)(p + n - 10));
+    /* Eviction makes it accessible again before the real free. */
+    assert_true(heap_quarantine_drain());
+    assert_ptr_equal(g_last_freed, p - page);
+    assert_string_equal(reports(), "");
+}
+
+static void resize_in_place(void **state)
+{
+    (void)state;
+    struct heap_layout l;
+    assert_true(heap_layout(100, 0, 0, 400, &l)); /* room to grow */
+    unsigned char *real = malloc(l.total), *p = heap_track_block(real, 100, 0, &l);
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    assert_int_equal(c.left, 16);
+    /* Grown to 300 in place: the old end's redzone checked (here: written), the new one
+     * filled, the size recorded, the claim gone. */
+    p[100] = 0;
+    uint64_t before = report_count();
+    assert_true(heap_resize(p, &c, 300, malloc_usable_size(real), 0));
+    assert_int_equal(report_count(), before + 1);
+    assert_non_null(strstr(reports(), "0 bytes past the end of a 100-byte block"));
+    size_t size;
+    assert_int_equal(heap_lookup(p, &size), 1);
+    assert_int_equal(size, 300);
+    assert_int_equal(sentinel_find_change(p + 300, 16), 16);
+    /* No room for 600: the caller moves it (nothing done). */
+    heap_free_claim(p, &c);
+    assert_false(heap_resize(p, &c, 600, malloc_usable_size(real), 0));
+    assert_int_equal(heap_lookup(p, &size), 1);
+    assert_int_equal(size, 300);
+    heap_free_unclaim(p);
+    heap_free(p, 0, 0);
+    assert_true(heap_quarantine_drain());
+    assert_ptr_equal(g_last_freed, real);
+    assert_string_equal(reports(), "");
+}
+
 static void ring_and_drain(void **state)
 {
     (void)state;
-    /* 10000 small blocks: more than the ring's first 4096 slots; all stay quarantined. */
-    enum { N = 10000 };
+    /* 8000 small blocks (112 bytes each as the budget counts them): more than the ring's
+     * first 4096 slots; all stay quarantined. */
+    enum { N = 8000 };
     static unsigned char *blocks[N];
     for (int i = 0; i < N; i++) {
         blocks[i] = alloc(8);
@@ -551,6 +681,9 @@ int main(void)
         cmocka_unit_test(overflow),
         cmocka_unit_test(write_after_free),
         cmocka_unit_test(budget_and_lite),
+        cmocka_unit_test(underflow_and_layout),
+        cmocka_unit_test(guarded_blocks),
+        cmocka_unit_test(resize_in_place),
         cmocka_unit_test(ring_and_drain),
         cmocka_unit_test(growth),
         cmocka_unit_test(report_layout),

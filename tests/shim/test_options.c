@@ -18,13 +18,13 @@ static void defaults(void **state)
     struct shim_options o;
     memset(&o, 0xAB, sizeof o);
     options_defaults(&o);
-    assert_false(o.halt_on_error);
+    assert_int_equal(o.halt_on_error, SHIM_HALT_NATIVE);
     assert_int_equal(o.exitcode, 1);
     assert_string_equal(o.log_path, "");
     assert_string_equal(o.trace_path, "");
     assert_string_equal(o.trace_dir, "");
     assert_int_equal(o.trace, -1); /* a trace only when a path or directory is given */
-    assert_int_equal(o.quarantine_mb, 64);
+    assert_int_equal(o.quarantine_mb, 8);
     assert_true(o.fill);
     assert_int_equal(o.checksum, SHIM_CHECKSUM_SHARED);
     assert_int_equal(o.redzone, 16);
@@ -46,7 +46,7 @@ static void every_type(void **state)
                               ":trace=1:redzone=0:verbosity=+2:inject=\"x,y\":trace_dir=/r",
                               err, sizeof err));
     assert_string_equal(err, "");
-    assert_true(o.halt_on_error);
+    assert_int_equal(o.halt_on_error, SHIM_HALT_ALWAYS);
     assert_int_equal(o.exitcode, -3);
     assert_string_equal(o.log_path, "/tmp/l");
     assert_string_equal(o.trace_path, "a b:c");
@@ -58,6 +58,14 @@ static void every_type(void **state)
     assert_int_equal(o.redzone, 0);
     assert_int_equal(o.verbosity, 2);
     assert_string_equal(o.inject, "x,y");
+    assert_true(options_parse(&o, "halt_on_error=0", err, sizeof err));
+    assert_int_equal(o.halt_on_error, SHIM_HALT_NEVER);
+    assert_true(options_parse(&o, "halt_on_error=native", err, sizeof err));
+    assert_int_equal(o.halt_on_error, SHIM_HALT_NATIVE);
+    assert_false(options_parse(&o, "halt_on_error=2", err, sizeof err));
+    assert_string_equal(err, "tlsan: TLSAN_OPTIONS: bad value '2' for 'halt_on_error' (want 0, 1 "
+                             "or native; ignored)");
+    assert_int_equal(o.halt_on_error, SHIM_HALT_NATIVE);
     assert_true(options_parse(&o, "checksum=off,exitcode=-2147483648", err, sizeof err));
     assert_int_equal(o.checksum, SHIM_CHECKSUM_OFF);
     assert_int_equal(o.exitcode, -2147483648);
@@ -117,7 +125,7 @@ static void errors(void **state)
              "tlsan: TLSAN_OPTIONS: bad value '' for 'verbosity' (want an integer; ignored)\n"
              "tlsan: TLSAN_OPTIONS: 'nokey' has no '=value' (ignored)");
     assert_true(o.fill);
-    assert_int_equal(o.quarantine_mb, 64);
+    assert_int_equal(o.quarantine_mb, 8);
     assert_int_equal(o.checksum, SHIM_CHECKSUM_SHARED);
     assert_int_equal(o.redzone, 16);
     assert_int_equal(o.stack_depth, 9);
@@ -155,9 +163,9 @@ static void help(void **state)
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
     assert_int_equal(lines, 16); /* a heading and the 15 options */
-    assert_non_null(strstr(text, "\n  halt_on_error=0          exit with `exitcode` right after "
-                                 "the first finding\n"));
-    assert_non_null(strstr(text, "\n  quarantine_mb=64 "));
+    assert_non_null(strstr(text, "\n  halt_on_error=native     1: exit with `exitcode` at the "
+                                 "first finding; native: die where glibc would; 0: never\n"));
+    assert_non_null(strstr(text, "\n  quarantine_mb=8 "));
     assert_non_null(strstr(text, "\n  checksum=shared "));
     assert_non_null(strstr(text, "\n  log_path='' "));
 
