@@ -15,12 +15,12 @@
 
 struct dynsyms {
     uintptr_t bias, lo, hi; /* [lo, hi): the object's loaded segments, absolute */
-    const ElfW(Sym) *symtab;
+    const ElfW(Sym) * symtab;
     const char *strtab;
     size_t strsz;
     const uint32_t *gnu_hash;
-    const ElfW(Word) *sysv_hash;
-    const ElfW(Half) *versym;
+    const ElfW(Word) * sysv_hash;
+    const ElfW(Half) * versym;
 };
 
 static bool inside(const struct dynsyms *d, const void *p, size_t bytes)
@@ -88,7 +88,7 @@ static bool read_dynamic(const struct dl_phdr_info *info, struct dynsyms *d)
 }
 
 /* Symbol i, when it is the defined, visible function `name`. */
-static const ElfW(Sym) *match(const struct dynsyms *d, uint32_t i, const char *name)
+static const ElfW(Sym) * match(const struct dynsyms *d, uint32_t i, const char *name)
 {
     const ElfW(Sym) *s = &d->symtab[i];
     if (!inside(d, s, sizeof *s) || s->st_name >= d->strsz ||
@@ -105,7 +105,7 @@ static const ElfW(Sym) *match(const struct dynsyms *d, uint32_t i, const char *n
     return s;
 }
 
-static const ElfW(Sym) *gnu_lookup(const struct dynsyms *d, const char *name)
+static const ElfW(Sym) * gnu_lookup(const struct dynsyms *d, const char *name)
 {
     const uint32_t *h = d->gnu_hash;
     uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], shift = h[3];
@@ -142,7 +142,7 @@ static const ElfW(Sym) *gnu_lookup(const struct dynsyms *d, const char *name)
     }
 }
 
-static const ElfW(Sym) *sysv_lookup(const struct dynsyms *d, const char *name)
+static const ElfW(Sym) * sysv_lookup(const struct dynsyms *d, const char *name)
 {
     const ElfW(Word) *h = d->sysv_hash;
     ElfW(Word) nbucket = h[0], nchain = h[1];

@@ -93,7 +93,7 @@ struct glib {
     char object[256];         /* where ggml_get_name was found, for messages */
 };
 
-#define GLIB_MAX 16
+#define GLIB_MAX    16
 #define CALLERS_MAX 64
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;        /* options */
@@ -112,8 +112,8 @@ static uint64_t *g_seen; /* findings reported */
 static size_t g_seen_n, g_seen_cap;
 static atomic_ulong g_checked, g_cached;
 static struct ggml_inject g_inject;
-static __thread int t_depth;     /* compute calls of this thread in progress */
-static __thread int t_sched;     /* inside a scheduler's compute or allocation */
+static __thread int t_depth;       /* compute calls of this thread in progress */
+static __thread int t_sched;       /* inside a scheduler's compute or allocation */
 static __thread unsigned t_allocs; /* ggml_gallocr_alloc_graph calls this thread made */
 
 unsigned long ggml_adapter_checked(void)
@@ -217,8 +217,8 @@ static void *find_in_scope(const char *name, const char *caller_path, const void
     return elfsym_lookup(name, NULL, (const void *)ggml_gallocr_alloc_graph, object, cap);
 }
 
-static void *resolve(const char *name, const char *caller_path, const void *caller,
-                     char *object, size_t cap)
+static void *resolve(const char *name, const char *caller_path, const void *caller, char *object,
+                     size_t cap)
 {
     void *p = dlsym(RTLD_NEXT, name);
     if (p) {
@@ -235,8 +235,7 @@ static void *resolve(const char *name, const char *caller_path, const void *call
 static void resolve_lib(struct glib *l, const char *path, const void *caller)
 {
     memset(l, 0, sizeof *l);
-    *(void **)&l->fn.get_name =
-        resolve("ggml_get_name", path, caller, l->object, sizeof l->object);
+    *(void **)&l->fn.get_name = resolve("ggml_get_name", path, caller, l->object, sizeof l->object);
     RESOLVE(gallocr_alloc_graph, "ggml_gallocr_alloc_graph");
     RESOLVE(sched_alloc_graph, "ggml_backend_sched_alloc_graph");
     RESOLVE(graph_compute, "ggml_backend_graph_compute");
@@ -358,7 +357,6 @@ static bool adapter_on(struct glib *l, struct ggml_cgraph *graph)
     return layout_ok(l, l->fn.model.graph_node(graph, 0));
 }
 
-
 /* ---- caches ---- */
 
 /* Adds key to the set; returns false when it was there. Lock held. A set that fills up
@@ -434,9 +432,9 @@ static void tensor_lines(const struct glib *L, struct report *r, const struct gm
     else
         snprintf(what, sizeof what, "leaf%s", (root->flags & TLSAN_TENSOR_INPUT) ? ", input" : "");
     report_line(r, "  tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
-                L->fn.type_name(t->type), (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
-                (long long)t->ne[3], (root->flags & TLSAN_TENSOR_OUTPUT) ? ", output" : "",
-                g->view ? ", a view" : "");
+                L->fn.type_name(t->type), (long long)t->ne[0], (long long)t->ne[1],
+                (long long)t->ne[2], (long long)t->ne[3],
+                (root->flags & TLSAN_TENSOR_OUTPUT) ? ", output" : "", g->view ? ", a view" : "");
     if (root->arena >= 0) {
         const struct gm_arena *a = &m->arenas[root->arena];
         uint64_t off = root->offset_bytes + (g->view ? g->offset_bytes : 0);
@@ -581,8 +579,10 @@ __attribute__((noinline)) static void check_graph(const struct glib *L, struct g
     }
     size_t n = tlsan_report_count(rep);
     if (shim_opts()->verbosity >= 1)
-        out_printf("==%d==tlsan: ggml: checked %s: %zu tensors in %zu buffers, %zu finding%s\n",
-                   (int)getpid(), where, m.n_tensors, m.n_arenas, n, n == 1 ? "" : "s");
+        out_printf("==%d==tlsan: ggml: checked %s: %zu tensors in %zu buffers, %zu finding%s; "
+                   "seen at its %s\n",
+                   (int)getpid(), where, m.n_tensors, m.n_arenas, n, n == 1 ? "" : "s",
+                   at == AT_ALLOC ? "allocation" : "compute");
     for (size_t i = 0; i < n; i++) {
         const tlsan_finding *f = tlsan_report_finding(rep, i);
         if (first_time(&g_seen, &g_seen_n, &g_seen_cap, finding_key(f)))
@@ -833,8 +833,8 @@ struct runner {
     struct ggml_cplan *cplan;
 };
 
-static enum ggml_status run(const struct glib *L, const struct runner *r,
-                            struct ggml_cgraph *graph, bool sync)
+static enum ggml_status run(const struct glib *L, const struct runner *r, struct ggml_cgraph *graph,
+                            bool sync)
 {
     if (r->cpu_fn)
         return r->cpu_fn(graph, r->cplan);
@@ -1057,8 +1057,8 @@ EXPORT enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sche
                                                                struct ggml_cgraph *graph)
 {
     struct glib *L = lib_for(__builtin_return_address(0));
-    return sched_compute(L->fn.sched_graph_compute_async,
-                         "ggml_backend_sched_graph_compute_async", sched, graph);
+    return sched_compute(L->fn.sched_graph_compute_async, "ggml_backend_sched_graph_compute_async",
+                         sched, graph);
 }
 
 #else /* !TLSAN_HAVE_GGML: built without ggml's headers, the adapter is absent. */
