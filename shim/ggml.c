@@ -891,7 +891,7 @@ compute_checked(const struct glib *L, const struct runner *run_by, struct ggml_c
         if (gm_is_view_op(&L->fn.model, t))
             continue;
         for (int s = 0; s < GGML_MAX_SRC; s++) {
-            long j = gm_find(&m, t->src[s]);
+            long j = gm_reads_src(&L->fn.model, t, s) ? gm_find(&m, t->src[s]) : -1;
             if (j >= 0 && m.tensors[m.tensors[j].root].first_writer != i)
                 verify(L, &m, sums, m.tensors[j].root, i, where, &stack);
         }

@@ -15,7 +15,10 @@
 #     checksum=off and checksum=all.
 #  3. inject=move@N on both paths: live-overlap naming the two tensors, live-corruption by the
 #     checksums, the program's stack; replay finds the fault again in the trace.
-#  4. Node itself loads the addon under the shim (require), with the same output.
+#  4. whisper.cpp itself in Node: a tiny generated model (whisper_tiny_model.py) transcribes a
+#     second of audio (whisper_transcribe.js); under the shim the transcript is the same, its
+#     four graphs are checked where whisper.cpp's scheduler allocates them, and a node moved
+#     in the encoder graph is reported as live-overlap and live-corruption.
 # Usage: whisper.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
@@ -109,20 +112,52 @@ rc=$?
 expect_rc 1 "replay of the injected run"
 expect_in "$out" "live-overlap between 'v (transposed)' and 'kq'" "replay: the fault, offline"
 
-# ---- 4. Node ----
+# ---- 4. whisper.cpp itself, in Node ----
+# A real transcription: node loads the addon, whisper.cpp reads a tiny generated model and
+# decodes a second of synthetic audio, computing its conv, encoder, cross and decoder graphs
+# through ggml_backend_sched (checked where whisper.cpp's scheduler allocates them).
 if command -v node >/dev/null 2>&1; then
-    cat >load.js <<'EOF'
-const addon = require(process.argv[2]);
-console.log(Object.keys(addon).sort().join(" "));
-EOF
-    node load.js "$addon" >node.native 2>&1
-    "$bin" run -- node load.js "$addon" >node.out 2>node.err
+    python3 "$src/tests/shim/whisper_tiny_model.py" tiny.bin &&
+        python3 "$src/tests/shim/whisper_tiny_model.py" tiny2.bin
+    if cmp -s tiny.bin tiny2.bin; then ok; else bad "whisper_tiny_model.py: not the same bytes twice"; fi
+    js=$src/tests/shim/whisper_transcribe.js
+    node "$js" "$addon" "$PWD/tiny.bin" 2 >node.native 2>node.native.err
     rc=$?
-    expect_rc 0 "node require(index.node) under tlsan"
-    expect_in "$(cat node.native)" "WhisperContext" "node: the addon's exports"
-    if cmp -s node.native node.out; then ok; else bad "node: stdout differs: $(cat node.out)"; fi
+    expect_rc 0 "node transcription natively ($(tail -n 3 node.native.err))"
+    expect_count "$(cat node.native)" '^\{"run":[01],"result":".+","segments":\[\{"text":' 2 "node: a transcript per run"
+    if [ "$(sed -n 1p node.native | cut -c9-)" = "$(sed -n 2p node.native | cut -c9-)" ]; then ok; else bad "node: the two runs differ: $(cat node.native)"; fi
+
+    "$bin" run --options verbosity=1 -- node "$js" "$addon" "$PWD/tiny.bin" 2 >node.out 2>node.err
+    rc=$?
+    err=$(cat node.err)
+    expect_rc 0 "node transcription under tlsan"
+    if cmp -s node.native node.out; then ok; else bad "node: the transcript differs under tlsan: $(cat node.out)"; fi
+    for g in "14 19 2" "40 60 3" "10 17 4"; do
+        read -r nodes tensors buffers <<<"$g"
+        expect_count "$err" "checked ggml graph 0x[0-9a-f]+ \($nodes nodes, allocated by a ggml_backend_sched\): $tensors tensors in $buffers buffers, 0 findings; seen at its allocation\$" 1 "node: whisper's $nodes-node graph checked once, clean"
+    done
+    n=$(printf '%s\n' "$err" | grep -cE "checked ggml graph 0x[0-9a-f]+ \(61 nodes, allocated by a ggml_backend_sched\): 93 tensors in 4 buffers, 0 findings")
+    if [ "$n" -ge 2 ]; then ok; else bad "node: the decoder's graphs: $n checked, want 2 or more"; fi
+    expect_count "$err" "ERROR: tlsan|cannot find the real|, [1-9][0-9]* findings?;" 0 "node: no finding, no failure"
+
+    "$bin" run --options checksum=off -- node "$js" "$addon" "$PWD/tiny.bin" 1 >node-off.out 2>/dev/null
+    rc=$?
+    expect_rc 0 "node checksum=off"
+    if [ "$(cat node-off.out)" = "$(sed -n 1p node.native)" ]; then ok; else bad "node checksum=off: $(cat node-off.out)"; fi
+
+    # Node 12 of whisper's encoder graph (a MUL_MAT) moved onto the live ADD#3.
+    "$bin" run --options inject=move@12 -- node "$js" "$addon" "$PWD/tiny.bin" 1 >node-inj.out \
+        2>node-inj.err
+    rc=$?
+    err=$(cat node-inj.err)
+    expect_rc 1 "node inject=move@12"
+    expect_in "$err" "tlsan: inject: moved node 12 'MUL_MAT#12' (192000 bytes) in buffer 'CPU#0' from offset 384000 onto 'ADD#3' at offset 0" "node inject: the move"
+    expect_count "$err" "^SUMMARY: tlsan: live-overlap 'ADD#3' and 'MUL_MAT#12' in ggml graph 0x[0-9a-f]+ \(40 nodes, allocated by a ggml_backend_sched\)\$" 1 "node inject: live-overlap"
+    expect_count "$err" "^SUMMARY: tlsan: live-corruption 'ADD#3' in ggml graph 0x[0-9a-f]+ \(40 nodes, a ggml_backend_sched split\) \(overwritten by 'MUL_MAT#12'\)\$" 1 "node inject: live-corruption"
+    expect_count "$err" "^SUMMARY" 2 "node inject: exactly the two findings"
+    if [ "$(cat node-inj.out)" != "$(sed -n 1p node.native)" ]; then ok; else bad "node inject: the fault changed no transcript"; fi
 else
-    echo "note: no node; the Node part is left out"
+    echo "note: no node; the whisper.cpp transcription is left out"
 fi
 
 echo "whisper: $passed passed, $failed failed"
