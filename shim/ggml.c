@@ -269,15 +269,31 @@ static void resolve_lib(struct glib *l, const char *path, const void *caller)
                 f->model.op_desc;
 }
 
+/* The loaded object holding code address ra, NULL when none. _dl_find_object (glibc 2.35)
+ * is lock-free and does not look for the nearest symbol, as dladdr does: in the per-node
+ * computing of checksum=shared every node goes through two hooks. */
+static struct link_map *caller_map(const void *ra)
+{
+#ifdef DLFO_EH_SEGMENT_TYPE
+    struct dl_find_object found;
+    if (_dl_find_object((void *)ra, &found) == 0)
+        return found.dlfo_link_map;
+    return NULL;
+#else
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(ra, &info, (void **)&map, RTLD_DL_LINKMAP))
+        return NULL;
+    return map;
+#endif
+}
+
 /* The ggml copy the call at return address `ra` was bound to. Never NULL: when the table is
  * full, a per-thread copy is resolved anew for each call and left unchecked. */
 static struct glib *lib_for(const void *ra)
 {
     pthread_once(&g_once, parse_options);
-    Dl_info info;
-    struct link_map *map = NULL;
-    if (!dladdr1(ra, &info, (void **)&map, RTLD_DL_LINKMAP))
-        map = NULL;
+    struct link_map *map = caller_map(ra);
     uintptr_t bias = map ? map->l_addr : 0;
     pthread_mutex_lock(&g_mu);
     for (size_t i = 0; i < g_callers_n; i++)
