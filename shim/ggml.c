@@ -1,30 +1,31 @@
 /* ggml.c - the ggml adapter (ggml_hooks.h): interposes ggml's graph allocation and compute
- * calls, checks each graph as it is computed, and plants faults for self-tests.
+ * calls, checks each graph as it is allocated (or first computed), and plants faults for
+ * self-tests.
  *
  * Interposition. libtlsan.so exports ggml_gallocr_alloc_graph,
- * ggml_backend_graph_compute[_async] and ggml_backend_sched_graph_compute[_async]; being
- * preloaded, it comes first in the global scope, so the program's calls and libggml's own
- * (through its PLT: ggml_backend_graph_compute calls ..._async, the scheduler calls
- * ggml_gallocr_alloc_graph and computes each split with ..._async) reach these hooks. Each
- * hook calls the real function from dlsym(RTLD_NEXT); when ggml was loaded with RTLD_LOCAL
- * (a dlopen'ed plug-in) RTLD_NEXT cannot see it, and the loaded objects named *ggml* are
- * searched instead. Nothing here runs, and nothing is resolved, in a program without ggml.
+ * ggml_backend_sched_alloc_graph, ggml_backend_graph_compute[_async],
+ * ggml_backend_sched_graph_compute[_async] and ggml_graph_compute; being preloaded, it comes
+ * first in the global scope, so every call to them through a PLT reaches these hooks: the
+ * program's, libggml's own (the scheduler calls ggml_gallocr_alloc_graph and computes each
+ * split with ..._async), a CPU backend's ggml_graph_compute, and those of an object loaded
+ * with RTLD_LOCAL (its PLT is bound through the global scope first). Each hook calls the real
+ * function its caller would have been bound to ("resolution" below), found in any loaded
+ * object, whatever its name. Nothing here runs, and nothing is resolved, in a program
+ * without ggml.
  *
- * What is checked. The graph handed to a compute call, read with ggml's public accessors
- * (the cgraph is opaque) and the tensor layout of ggml's public headers: only the outermost
- * compute call of a thread is checked, so ggml_backend_graph_compute's own call of
- * ..._async is not checked twice. The scheduler is checked split by split, where it
- * computes each split's graph on its backend. The layout is probed once against the library
- * (ggml_get_name, ggml_get_data must read the fields the headers place); a mismatch turns the
- * adapter off with one line, rather than reading garbage.
+ * What is checked. The graph as allocated, read with ggml's public accessors (the cgraph is
+ * opaque) and the tensor layout of ggml's public headers ("the hooks" below say where). The
+ * layout is probed once per ggml copy (ggml_get_name, ggml_get_data must read the fields the
+ * headers place); a mismatch turns the adapter off for that copy with one line, rather than
+ * reading garbage.
  *
  * With checksum=shared|all the graph is then computed node by node, with checksums around
  * each node (see "checksums" below): what the static check cannot see, a write that lands
  * outside the tensor its node declares, shows as live-corruption.
  *
  * Findings are reported once per process each (kind and tensors), in the layout of the
- * shim's other reports, with the stack of the compute call. Each graph checked is also
- * recorded in the trace as a plan handed over, so `tlsan replay` checks it again. */
+ * shim's other reports, with the stack of the allocation or compute call. Each graph checked
+ * is also recorded in the trace as a plan handed over, so `tlsan replay` checks it again. */
 #include "ggml_hooks.h"
 
 #ifdef TLSAN_HAVE_GGML
