@@ -2,7 +2,8 @@
  * with a brute-force reading of the same object: every dynamic symbol of libc and libm walked
  * in order, thousands of names looked up (and as many names that are not there), the
  * definitions compared with dlsym on the object's handle; the walk over all objects finds
- * the first definer and leaves out the object asked to be left out. */
+ * the first definer and leaves out the object asked to be left out; an object with only a
+ * SysV hash table (DT_HASH) is read through it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -183,12 +184,35 @@ static void first_definer(void **state)
     assert_null(elfsym_lookup("fopen", stack, NULL, NULL, 0));
 }
 
+/* An object with only DT_HASH (linked --hash-style=sysv): found through the SysV table. */
+static void sysv_hash(void **state)
+{
+    (void)state;
+    void *lib = dlopen(SYSV_HASH_LIB, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(lib);
+    const char *names[] = {"sysv_one", "sysv_two", "sysv_three"};
+    void *any = dlsym(lib, "sysv_one");
+    assert_non_null(any);
+    for (size_t i = 0; i < 3; i++) {
+        char path[512];
+        assert_ptr_equal(elfsym_lookup(names[i], any, NULL, path, sizeof path),
+                         dlsym(lib, names[i]));
+        assert_non_null(strstr(path, "sysv_hash"));
+        /* RTLD_LOCAL: only a walk of the objects finds it. */
+        assert_ptr_equal(elfsym_lookup(names[i], NULL, NULL, NULL, 0), dlsym(lib, names[i]));
+    }
+    assert_null(elfsym_lookup("sysv_four", any, NULL, NULL, 0));
+    assert_null(elfsym_lookup("sysv_on", any, NULL, NULL, 0));
+    dlclose(lib);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(libc_agrees),
         cmocka_unit_test(libm_agrees),
         cmocka_unit_test(first_definer),
+        cmocka_unit_test(sysv_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
