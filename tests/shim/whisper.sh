@@ -15,6 +15,8 @@
 #     checksum=off and checksum=all.
 #  3. inject=move@N on both paths: live-overlap naming the two tensors, live-corruption by the
 #     checksums, the program's stack; replay finds the fault again in the trace.
+#     Two ggml copies in one process (libggml-base and the addon, both RTLD_LOCAL): each is
+#     served with its own functions, and each one's graph is checked.
 #  4. whisper.cpp itself in Node: a tiny generated model (whisper_tiny_model.py) transcribes a
 #     second of audio (whisper_transcribe.js); under the shim the transcript is the same, its
 #     four graphs are checked where whisper.cpp's scheduler allocates them, and a node moved
@@ -111,6 +113,20 @@ out=$("$bin" replay inj.trace 2>&1)
 rc=$?
 expect_rc 1 "replay of the injected run"
 expect_in "$out" "live-overlap between 'v (transposed)' and 'kq'" "replay: the fault, offline"
+
+# ---- two ggml copies in one process ----
+# libggml-base (ggml 0.23.0) and the addon (0.22.0), both RTLD_LOCAL: each graph is read and
+# computed with the functions of the copy that made it.
+local_prog=$(dirname "$bin")/examples/ggml/ggml_dlopen_local
+"$bin" run --options verbosity=1 -- "$local_prog" "$src/.deps/ggml/lib" "$addon" >two.out 2>two.err
+rc=$?
+err=$(cat two.err)
+expect_rc 0 "two ggml copies"
+expect_in "$(cat two.out)" "libggml: e[0] = 7
+addon: e[0] = 7" "two ggml copies: both results"
+expect_in "$err" "tlsan: ggml: adapter on (ggml 0.23.0 in $src/.deps/ggml/lib/libggml-base.so)" "two copies: libggml-base's"
+expect_in "$err" "tlsan: ggml: adapter on (ggml 0.22.0 in $addon)" "two copies: the addon's"
+expect_count "$err" "checked ggml graph 0x[0-9a-f]+ \(3 nodes\): 5 tensors in 1 buffers, 0 findings; seen at its compute\$" 2 "two copies: a graph each"
 
 # ---- 4. whisper.cpp itself, in Node ----
 # A real transcription: node loads the addon, whisper.cpp reads a tiny generated model and
