@@ -9,6 +9,9 @@ packages=(
   libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev libdw-dev valgrind  # the project's libraries
   jq python3 time                                 # test scripts and benchmarks
   chromium                                        # headless, to test tlsan view's page
+  # real programs the shim is tested on (tests/shim/real.sh): CPython's own test suite,
+  # git, sqlite3, xz, zstd, perl
+  libpython3.11-testsuite git sqlite3 xz-utils zstd perl
 )
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"

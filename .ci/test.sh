@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Tests that may skip: they need the prebuilt ggml and llama.cpp that .ci/fetch-ggml.sh
-# fetches from the npm registry into .deps/ggml, so a machine without network access has
-# none. Any other skipped test fails this script: a plain clone tests itself.
-network_tests="shim_ggml shim_llama shim_test_ggml_model"
+# fetches from the npm registry into .deps/ggml (and whisper.node into .deps/whisper), so a
+# machine without network access has none. Any other skipped test fails this script: a plain clone tests itself.
+network_tests="shim_ggml shim_llama shim_test_ggml_model shim_whisper"
 
 # ctest only says "Skipped"; show what each test said about what it skipped and why, and
 # which additional checks against the team's shared corpus did not run (it is absent in a

@@ -97,6 +97,14 @@ bool gm_is_view_op(const struct gm_api *api, const struct ggml_tensor *t)
     return false;
 }
 
+bool gm_reads_src(const struct gm_api *api, const struct ggml_tensor *t, int s)
+{
+    if (!t->src[s] || t->src[s] == t)
+        return false;
+    const char *d = s == 1 ? api->op_desc(t) : NULL;
+    return !(d && strcmp(d, "CPY") == 0);
+}
+
 /* True for the names ggml gives unnamed tensors as it builds a graph ("node_12", "leaf_3"):
  * they say less than the op and node index. */
 static bool ggml_auto_name(const char *name)
@@ -289,8 +297,10 @@ int gm_build(struct gm_model *m, const struct gm_api *api, struct ggml_cgraph *g
         goto fail;
     for (int i = 0; i < n; i++) {
         struct ggml_tensor *t = api->graph_node(graph, i);
+        /* Consumed, as ggml_gallocr counts children: any source but itself (ggml_cast), a
+         * CPY's destination included (the node is a view of it, read through it). */
         for (int s = 0; s < GGML_MAX_SRC; s++) {
-            long k = gm_find(m, t->src[s]);
+            long k = t->src[s] != t ? gm_find(m, t->src[s]) : -1;
             if (k >= 0)
                 read[k] = true;
         }
@@ -322,7 +332,7 @@ int gm_build(struct gm_model *m, const struct gm_api *api, struct ggml_cgraph *g
             if (r->node < 0 && !(r->flags & TLSAN_TENSOR_INPUT) && r->first_writer < 0 && !view_op)
                 r->first_writer = i;
             if (!view_op)
-                note_access(r, i, r->first_writer == i);
+                note_access(r, i, r->first_writer == i || !gm_reads_src(api, t, s));
         }
         if (!view_op && m->node_index[i] != UINT32_MAX)
             note_access(&m->tensors[root_of(m, m->node_index[i])], i, true);
@@ -415,6 +425,8 @@ tlsan_plan *gm_plan(const struct gm_model *m, const struct gm_api *api, const ch
                         writes[op.n_writes++] = r->name;
                     continue;
                 }
+                if (!gm_reads_src(api, t, s))
+                    continue; /* the destination it writes, through the node */
                 if (list_has(reads, op.n_reads, src->name))
                     continue;
                 reads[op.n_reads++] = src->name;

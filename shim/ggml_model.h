@@ -4,7 +4,8 @@
  *
  * The reading (the contract between ggml's graph allocator and the plan format):
  *   - op i is graph node i, in graph order; it writes the node and reads its src[] (view
- *     nodes: VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE compute nothing: no reads, no writes);
+ *     nodes: VIEW, RESHAPE, PERMUTE, TRANSPOSE, NONE compute nothing: no reads, no writes),
+ *     except a CPY's src[1], the destination it writes (gm_reads_src);
  *   - a tensor with view_src is a view of view_src at view_offs, when its data says so
  *     (data == view_src->data + view_offs); otherwise it is taken where its data is, as a root;
  *   - each backend buffer holding a root is an arena, the root's offset is data - base;
@@ -101,6 +102,11 @@ void gm_display_name(const struct gm_model *m, const struct gm_api *api, size_t 
 
 /* True when node i's op computes nothing (views). */
 bool gm_is_view_op(const struct gm_api *api, const struct ggml_tensor *t);
+
+/* Whether node t's op reads its source src[s]: not the tensor it writes, which ggml lists as
+ * a source in two places: ggml_cast's node is its own src[1], and ggml_cpy's src[1] is the
+ * destination it overwrites (the node is a view of it). */
+bool gm_reads_src(const struct gm_api *api, const struct ggml_tensor *t, int s);
 
 /* The plan of the model, finalized, named `name`. Tensor index i of the plan is tensor i of
  * the model; op i is node i. NULL with err filled on failure. */

@@ -1,4 +1,5 @@
-/* backend.c - the CPU backend of the prebuilt package (backend.h). */
+/* backend.c - the CPU backend of the prebuilt package, or of a Node addon with ggml built in
+ * (EXAMPLE_GGML_ADDON: ggml_addon_graphs, whose ggml is addon.c's), backend.h. */
 #include "backend.h"
 
 #include <ggml.h>
@@ -6,6 +7,21 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifdef EXAMPLE_GGML_ADDON
+/* The addon's ggml has its CPU backend built in: nothing to load. */
+int example_load_backends(const char *dir)
+{
+    (void)dir;
+#else
+int example_open_addon(const char *file)
+{
+    fprintf(stderr,
+            "ggml example: --addon %s: this program is linked to libggml; "
+            "ggml_addon_graphs takes --addon\n",
+            file);
+    return -1;
+}
 
 int example_load_backends(const char *dir)
 {
@@ -26,6 +42,7 @@ int example_load_backends(const char *dir)
         dir = buf;
     }
     ggml_backend_load_all_from_path(dir);
+#endif
     if (!ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
         fprintf(stderr, "ggml example: no CPU backend in %s\n", dir);
         return -1;

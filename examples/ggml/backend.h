@@ -8,8 +8,14 @@
 #include <ggml-backend.h>
 
 /* Loads the backends from `dir`, or, when NULL, from the folder of the loaded
- * libggml-base.so. Returns 0, or -1 (with a message on stderr) when no CPU backend registered. */
+ * libggml-base.so (ggml_addon_graphs: none to load, the addon's are built in). Returns 0, or -1
+ * (with a message on stderr) when no CPU backend registered. */
 int example_load_backends(const char *dir);
+
+/* ggml_addon_graphs: loads the Node addon FILE (dlopen RTLD_LOCAL) whose built-in ggml the
+ * program then uses (addon.c); call it before any ggml function. In the programs linked to
+ * libggml it fails. Returns 0, or -1 with a message on stderr. */
+int example_open_addon(const char *file);
 
 /* Starts the CPU backend with a fixed thread count, so that outputs do not depend on the
  * machine's core count. NULL when there is none. */

@@ -6,7 +6,11 @@
  * reach it: ggml_backend_graph_compute calls ggml_backend_graph_compute_async, where the graph
  * is checked. Computes e = (a + b) + a + (a + b) and prints e's first value.
  *
- * Usage: ggml_dlopen_local LIB_DIR. Exit status 0, 1 on a failure. */
+ * With ADDON (whisper.node's index.node, ggml built in), the addon is loaded the same way
+ * first and the graph computed on its ggml too: two ggml copies in one process, neither in
+ * the global scope, each of which the shim must serve with its own functions.
+ *
+ * Usage: ggml_dlopen_local LIB_DIR [ADDON]. Exit status 0, 1 on a failure. */
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml.h>
@@ -17,25 +21,11 @@
 /* A pointer to `name` of type typeof(name), from the handle. */
 #define SYM(handle, name) __typeof__(name) *p_##name = (__typeof__(name) *)dlsym(handle, #name)
 
-int main(int argc, char **argv)
+/* Builds and computes the graph with the ggml of `base` (its core functions) and `reg` (its
+ * backend registry), loading the backends of `dir` first when not NULL. Returns 0 when e[0]
+ * is 7. */
+static int compute_with(void *base, void *reg, const char *dir, const char *what)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: ggml_dlopen_local LIB_DIR\n");
-        return 2;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/libggml-base.so", argv[1]);
-    void *base = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    snprintf(path, sizeof path, "%s/libggml.v0.4.0.so", argv[1]);
-    void *reg = base ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    if (!base || !reg) {
-        fprintf(stderr, "ggml_dlopen_local: %s\n", dlerror());
-        return 1;
-    }
-    if (dlsym(RTLD_DEFAULT, "ggml_init")) {
-        fprintf(stderr, "ggml_dlopen_local: ggml is in the global scope after all\n");
-        return 1;
-    }
     SYM(reg, ggml_backend_load_all_from_path);
     SYM(reg, ggml_backend_init_by_type);
     SYM(base, ggml_init);
@@ -55,7 +45,8 @@ int main(int argc, char **argv)
         !p_ggml_backend_tensor_get)
         return 1;
 
-    p_ggml_backend_load_all_from_path(argv[1]);
+    if (dir)
+        p_ggml_backend_load_all_from_path(dir);
     ggml_backend_t be = p_ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, NULL);
     struct ggml_init_params params = {.mem_size = 1 << 20, .no_alloc = true};
     struct ggml_context *ctx = be ? p_ggml_init(params) : NULL;
@@ -85,6 +76,36 @@ int main(int argc, char **argv)
     if (p_ggml_backend_graph_compute(be, graph) != GGML_STATUS_SUCCESS)
         return 1;
     p_ggml_backend_tensor_get(e, &out, 0, sizeof out);
-    printf("e[0] = %g\n", (double)out);
+    printf("%s: e[0] = %g\n", what, (double)out);
     return out == 7.0f ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: ggml_dlopen_local LIB_DIR [ADDON]\n");
+        return 2;
+    }
+    void *addon = NULL;
+    if (argc == 3 && !(addon = dlopen(argv[2], RTLD_LAZY | RTLD_LOCAL))) {
+        fprintf(stderr, "ggml_dlopen_local: %s\n", dlerror());
+        return 1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libggml-base.so", argv[1]);
+    void *base = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(path, sizeof path, "%s/libggml.v0.4.0.so", argv[1]);
+    void *reg = base ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!base || !reg) {
+        fprintf(stderr, "ggml_dlopen_local: %s\n", dlerror());
+        return 1;
+    }
+    if (dlsym(RTLD_DEFAULT, "ggml_init")) {
+        fprintf(stderr, "ggml_dlopen_local: ggml is in the global scope after all\n");
+        return 1;
+    }
+    if (compute_with(base, reg, argv[1], "libggml"))
+        return 1;
+    /* The addon's CPU backend is built in: nothing to load into its registry. */
+    return addon && compute_with(addon, addon, NULL, "addon") ? 1 : 0;
 }

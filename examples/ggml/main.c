@@ -5,12 +5,15 @@
  *
  * Usage: ggml_graphs [--graph mlp|block|multi] [--runs N] [--threads N] [--sched]
  *                    [--backend-dir DIR]
+ *        ggml_addon_graphs --addon FILE [the same options]
  *   --runs N      compute the same allocated graph N times (default 2); the outputs of every
  *                 run must be identical, and the shim checks an unchanged graph only once
  *   --sched       allocate and compute through ggml_backend_sched instead of ggml_gallocr +
  *                 ggml_backend_graph_compute
  *   --backend-dir where the CPU backends (libggml-cpu-*.so) are; default: the folder of the
  *                 loaded libggml-base.so
+ *   --addon FILE  (ggml_addon_graphs, the same program on the ggml built into a Node addon,
+ *                 addon.c) the addon to load, as Node does, with dlopen(RTLD_LOCAL)
  * Outputs go to stdout, diagnostics to stderr. Exit status 0, 1 on a failure, 2 on usage. */
 #include "backend.h"
 #include "graphs.h"
@@ -32,12 +35,13 @@ struct options {
     int threads;
     bool sched;
     const char *backend_dir;
+    const char *addon;
 };
 
 static int usage(void)
 {
     fprintf(stderr, "usage: ggml_graphs [--graph mlp|block|multi] [--runs N] [--threads N] "
-                    "[--sched] [--backend-dir DIR]\n");
+                    "[--sched] [--backend-dir DIR] [--addon FILE]\n");
     return 2;
 }
 
@@ -61,6 +65,9 @@ static int parse(int argc, char **argv, struct options *o)
             i++;
         } else if (strcmp(a, "--backend-dir") == 0 && v) {
             o->backend_dir = v;
+            i++;
+        } else if (strcmp(a, "--addon") == 0 && v) {
+            o->addon = v;
             i++;
         } else {
             return -1;
@@ -137,6 +144,8 @@ int main(int argc, char **argv)
     ggml_gallocr_t galloc = NULL;
     ggml_backend_sched_t sched = NULL;
 
+    if (o.addon && example_open_addon(o.addon) != 0)
+        goto done;
     if (example_load_backends(o.backend_dir) != 0)
         goto done;
     be = example_cpu_backend(o.threads);

@@ -17,6 +17,8 @@
 #     bytes that are free at the time is not reported and changes no output; a malformed
 #     value is refused with a message. The trace records each graph as a plan, so `tlsan
 #     replay` finds the injected fault again offline, and nothing in a clean run.
+#  4. A program without ggml calling the shim's hooks (prog_ggml_absent): each call fails as
+#     ggml reports failure, with one line; the program runs on.
 # Usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
 bin=${1:?usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
@@ -245,6 +247,24 @@ if [ "$rc" = 0 ] && grep -q "inject=bogus: expected move@NODE" "$tmp/bad.err"; t
     pass
 else
     fail "inject=bogus: exit $rc"$'\n'"$(cat "$tmp/bad.err")"
+fi
+
+# No ggml at all, but ggml's names looked up in the global scope: the shim's hooks answer, and
+# with no real function anywhere each call fails as ggml reports failure (false,
+# GGML_STATUS_FAILED), with one line, instead of killing the program.
+absent=$(dirname "$bin")/tests/shim/prog_ggml_absent
+"$absent" >"$tmp/absent-native.out" 2>&1
+"$bin" run -- "$absent" >"$tmp/absent.out" 2>"$tmp/absent.err"
+rc=$?
+if [ "$rc" = 0 ] && [ "$(cat "$tmp/absent-native.out")" = "no ggml" ] &&
+    [ "$(cat "$tmp/absent.out")" = "ggml_gallocr_alloc_graph: 0
+ggml_backend_sched_graph_compute: -1
+ggml_graph_compute: -1" ] &&
+    [ "$(grep -c "tlsan: ggml:" "$tmp/absent.err")" = 1 ] &&
+    grep -q "tlsan: ggml: cannot find the real ggml_gallocr_alloc_graph in any loaded object; the call fails" "$tmp/absent.err"; then
+    pass
+else
+    fail "prog_ggml_absent: exit $rc"$'\n'"$(cat "$tmp/absent-native.out" "$tmp/absent.out" "$tmp/absent.err")"
 fi
 
 echo "ggml: $passed passed, $failed failed"

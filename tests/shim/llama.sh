@@ -5,8 +5,8 @@
 #  1. The model file is the same bytes every time; the decode is deterministic natively.
 #  2. Under `tlsan run` (checksum=shared: node by node; and checksum=off) the decode prints the
 #     same tokens and bit-identical logits, with no finding; the graphs llama.cpp computes
-#     through ggml_backend_sched are checked (the prompt's and the one-token graph, which
-#     llama.cpp reuses for every later token: checked once).
+#     through ggml_backend_sched are checked where the scheduler allocates them (the prompt's
+#     and the one-token graph, which llama.cpp reuses for every later token: checked once).
 #  3. Injected faults in a real llama.cpp graph: node 28 ('ffn_up-0') moved onto the live
 #     'ffn_inp-0' (the residual stream of block 0) is reported as live-overlap naming both, and
 #     with checksum=all also as live-corruption of 'ffn_inp-0'; the decoded tokens change.
@@ -68,7 +68,7 @@ fi
 for cs in shared off; do
     "$bin" run --options verbosity=1:checksum=$cs -- "$decode" a.gguf >shim.out 2>shim.err
     rc=$?
-    checked=$(grep -c "tlsan: ggml: checked ggml graph .*ggml_backend_sched split.*, 0 findings" shim.err)
+    checked=$(grep -c "tlsan: ggml: checked ggml graph .*(68 nodes, allocated by a ggml_backend_sched): .*, 0 findings" shim.err)
     if [ "$rc" = 0 ] && cmp -s native.out shim.out && ! grep -q "ERROR: tlsan" shim.err &&
         [ "$checked" = 2 ]; then
         pass

@@ -2,7 +2,8 @@
  * graphs of real struct ggml_tensor (ggml's headers, no ggml library): the in-place reuse
  * ggml_gallocr makes is declared and accepted, and refused when the parent is read later;
  * view nodes compute nothing; a view whose data is elsewhere is taken where it is; a leaf
- * ggml_gallocr allocates lazily starts at its first consumer; ggml's automatic names give way
+ * ggml_gallocr allocates lazily starts at its first consumer; a CPY does not read the tensor
+ * it writes (ggml_cast, ggml_cpy); ggml's automatic names give way
  * to OP#NODE; the graph key follows the data addresses; inject values parse. Skipped when
  * the shim was built without ggml's headers. */
 #include <setjmp.h>
@@ -286,6 +287,48 @@ static void lazy_leaf(void **state)
     gm_free(&m);
 }
 
+/* A CPY does not read the tensor it writes: ggml_cast's node lists itself as src[1]
+ * (whisper.cpp's encoder casts to f16 this way), ggml_cpy's src[1] is its destination. Read,
+ * either would be read before any write. */
+static void cast_and_copy(void **state)
+{
+    (void)state;
+    struct ggml_tensor *x = tensor("x", COMPUTE, 0, 64, GGML_OP_NONE, NULL, NULL);
+    x->flags = GGML_TENSOR_FLAG_INPUT;
+    struct ggml_tensor *w = tensor("w", WEIGHTS, 0, 64, GGML_OP_NONE, NULL, NULL);
+    struct ggml_tensor *a = tensor("a", COMPUTE, 256, 64, GGML_OP_ADD, x, w);
+    struct ggml_tensor *cast = tensor("cast", COMPUTE, 512, 64, GGML_OP_CPY, a, NULL);
+    cast->src[1] = cast;
+    struct ggml_tensor *e = tensor("e", COMPUTE, 768, 64, GGML_OP_ADD, cast, w);
+    struct ggml_tensor *cpy = view_of("cpy", e, 0, 64, GGML_OP_CPY, NULL);
+    cpy->src[0] = a;
+    cpy->src[1] = e;
+    struct ggml_tensor *out = tensor("out", COMPUTE, 1024, 64, GGML_OP_ADD, cpy, w);
+    add_node(a);
+    add_node(cast);
+    add_node(e);
+    add_node(cpy);
+    add_node(out);
+    assert_false(gm_reads_src(&api, cast, 1));
+    assert_true(gm_reads_src(&api, cast, 0));
+    assert_false(gm_reads_src(&api, cpy, 1));
+    assert_true(gm_reads_src(&api, cpy, 0));
+    assert_true(gm_reads_src(&api, e, 1));
+    assert_false(gm_reads_src(&api, e, 2));
+    struct gm_model m;
+    char got[512];
+    check(&m, got, sizeof got);
+    assert_string_equal(got, "");
+    /* The cast is read by e only, so it is no output; e's last access is the cpy's write. */
+    long c = gm_find(&m, cast), k = gm_find(&m, e);
+    assert_false(m.tensors[c].flags & TLSAN_TENSOR_OUTPUT);
+    assert_int_equal(m.tensors[c].first, 1);
+    assert_int_equal(m.tensors[c].last, 2);
+    assert_int_equal(m.tensors[k].first, 2);
+    assert_int_equal(m.tensors[k].last, 4);
+    gm_free(&m);
+}
+
 /* ggml's own names for unnamed tensors give way to OP#NODE; a name taken twice gets @NODE. */
 static void names(void **state)
 {
@@ -353,6 +396,7 @@ int main(void)
         cmocka_unit_test_setup(inplace_refused, setup),
         cmocka_unit_test_setup(views, setup),
         cmocka_unit_test_setup(lazy_leaf, setup),
+        cmocka_unit_test_setup(cast_and_copy, setup),
         cmocka_unit_test_setup(names, setup),
         cmocka_unit_test_setup(key, setup),
         cmocka_unit_test(inject_values),
