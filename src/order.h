@@ -42,7 +42,10 @@ typedef struct order_ctx {
      * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
     uint32_t *vc;
     uint32_t *seq;
-    uint32_t *chain;      /* per op: its chain (its stream, or a dataflow chain) */
+    uint32_t *chain; /* per op: its chain (its stream, or a dataflow chain) */
+    /* n_ops + 1: how many conditional ops before each step can change the order of the ops
+     * that run (see clocks_answer() in order.c) */
+    uint32_t *breaks_prefix;
     uint32_t width;       /* counters per clock */
     uint32_t *prev_write; /* dataflow: per access, the latest write of its root at or before it */
     uint32_t gen;

@@ -3,6 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* inlined, so that hashing a short name is a few instructions and no call into the library */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+uint64_t strtab_hash(const char *s, size_t len)
+{
+    return XXH3_64bits(s, len);
+}
+
 void strtab_init(strtab *t)
 {
     memset(t, 0, sizeof *t);
