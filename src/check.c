@@ -46,6 +46,8 @@ typedef struct checker {
     bool order_only;      /* check_pair judges reuse order, else conflicts */
     uint8_t *tenant;      /* per root: TENANT_* bits */
     uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
+    uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
+                             bytes by the clock sweep; NULL when there was none */
     size_t cap_seg;
     plan_stats *stats;
 } checker;
@@ -747,6 +749,14 @@ static int settle_group(checker *c, uint64_t seg_start, const uint32_t *r, uint3
 static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_t m)
 {
     checker *c = ctx;
+    if (c->unproven) {
+        /* the clock sweep proved every pair but those with a later tenant marked here */
+        bool any = false;
+        for (size_t k = 0; k < m && !any; k++)
+            any = c->unproven[r[k]] != 0;
+        if (!any)
+            return 0;
+    }
     if (m > c->cap_seg) {
         uint32_t *ns = realloc(c->seg, SEG_ARRAYS * m * sizeof *ns);
         if (!ns)
@@ -831,6 +841,42 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
     return rc;
 }
 
+static uint32_t sweep_done(void *ctx, uint32_t root, uint32_t chain)
+{
+    return order_done(&((checker *)ctx)->oc, root, chain);
+}
+
+static uint32_t sweep_bound(void *ctx, uint32_t root, uint32_t chain)
+{
+    checker *c = ctx;
+    uint32_t lf = first_access(c, root);
+    return lf == NO_INDEX ? UINT32_MAX : order_clock(&c->oc, lf, chain);
+}
+
+/* Reuse order. With one path and clocks, one sweep per chain proves at once, for every
+ * root, that every earlier tenant of its bytes is done before its first access (the largest
+ * done counter over its bytes against its clock); only the byte segments of the roots it
+ * cannot prove are then judged along their tenant chains (check_segment()), which finds the
+ * exact pairs. Without clocks, or with branches, every segment is. The segments are the
+ * elementary byte ranges, so a root is listed in every segment it covers: a large tensor
+ * of a fragmented arena in thousands, which the sweep spares. */
+static int check_reuse_order(checker *c)
+{
+    const tlsan_plan *p = c->p;
+    if (p->n_ifs == 0 && order_clocks_total(&c->oc)) {
+        c->unproven = calloc(p->n_tensors ? p->n_tensors : 1, 1);
+        if (!c->unproven ||
+            overlap_max_sweep(p, &c->ix, c->oc.width, sweep_done, sweep_bound, c, c->unproven) != 0)
+            return -1;
+        bool any = false;
+        for (size_t t = 0; t < p->n_tensors && !any; t++)
+            any = c->unproven[t] != 0;
+        if (!any)
+            return 0;
+    }
+    return overlap_segments(p, &c->ix, check_segment, c);
+}
+
 /* ---- driver ---- */
 
 static void checker_free(checker *c)
@@ -843,6 +889,7 @@ static void checker_free(checker *c)
     free(c->path_buf);
     free(c->tenant);
     free(c->seg);
+    free(c->unproven);
     view_access_free(&c->views);
 }
 
@@ -895,7 +942,7 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     int prc;
     prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
     if (prc == 0 && !c.oc.total)
-        prc = overlap_segments(p, &c.ix, check_segment, &c);
+        prc = check_reuse_order(&c);
     if (prc != 0)
         goto out;
     if (stats_compute(p, &c.ix, &c.ps, &c.set, c.stats) != 0)

@@ -484,3 +484,20 @@ bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_fi
     return clocks_answer(oc, ix->op[ix->start[early]], late_first) &&
            clocks_order(oc, NULL, early, late_first, &bad);
 }
+
+bool order_clocks_total(const order_ctx *oc)
+{
+    return !oc->total && oc->vc && oc->breaks_prefix[oc->plan->n_ops] == 0;
+}
+
+uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain)
+{
+    const access_index *ix = oc->ix;
+    uint32_t d = 0;
+    for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++) {
+        uint32_t y = ix->op[a];
+        if (oc->chain[y] == chain && oc->seq[y] > d)
+            d = oc->seq[y];
+    }
+    return d;
+}

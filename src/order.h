@@ -69,6 +69,19 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
  * reported as approximate). Used when a pair has too many paths to enumerate. */
 bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op);
 
+/* Whether the clocks exist and hold for every path (no conditional op breaks them):
+ * then order_done() and order_clock() decide every query. */
+bool order_clocks_total(const order_ctx *oc);
+/* The position in chain `chain` of the latest access of `root` on that chain (0 when none):
+ * every access of root happens before op x iff for each chain order_done(root) <=
+ * order_clock(x). */
+uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain);
+/* How many ops of chain `chain` happen before or at op x. */
+static inline uint32_t order_clock(const order_ctx *oc, uint32_t x, uint32_t chain)
+{
+    return oc->vc[(size_t)x * oc->width + chain];
+}
+
 /* True when the clocks alone prove, for every path at once, that every access of `early`
  * happens before op `late_first` (no conditional op between them); false when they cannot
  * tell or the answer is no. Never walks the graph. */
