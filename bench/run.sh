@@ -73,7 +73,7 @@ rows=()
 summary=()
 for shape in $shapes; do
     prev_n="" prev_t=""
-    max_growth=0
+    max_growth=0 stopped=0
     t_1e6="" bpr_1e6=""
     for n in $sizes; do
         plan=$work/$shape-$n.json
@@ -164,7 +164,7 @@ for shape in $shapes; do
         fi
         rows+=("| $shape | $n | $n_ops | $plan_mb | $gen_s | $best | $best_cpu | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $speedup |")
         if [[ $n == 1000000 ]]; then t_1e6=$best bpr_1e6=$bpr; fi
-        if ((status_ok)); then prev_n=$n prev_t=$best; else prev_n="" prev_t=""; fi
+        if ((status_ok)); then prev_n=$n prev_t=$best; else prev_n="" prev_t="" stopped=1; fi
     done
     met() { if awk "BEGIN { exit !($1) }" 2>/dev/null; then echo "met"; else echo "NOT met"; fi; }
     line="- $shape:"
@@ -176,7 +176,11 @@ for shape in $shapes; do
             line+=" ${bpr_1e6} B/root (<= 300: $(met "$bpr_1e6 <= 300")),"
         fi
     fi
-    line+=" largest growth per 10x ${max_growth}x (<= 11: $(met "$max_growth <= 11"))"
+    if ((stopped)); then
+        line+=" growth per 10x not measured (a run failed or was stopped), NOT met"
+    else
+        line+=" largest growth per 10x ${max_growth}x (<= 11: $(met "$max_growth <= 11"))"
+    fi
     summary+=("$line")
 done
 
