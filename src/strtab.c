@@ -77,31 +77,55 @@ static int rehash(strtab *t, size_t n_slots)
     return 0;
 }
 
-/* A name PREFIX + canonical number: *plen and *num, or false. */
-static bool split_number(const char *s, size_t len, size_t *plen, uint32_t *num)
+/* A name PREFIX + number + SUFFIX: the number is the longest run of decimal digits (the
+ * last of equally long ones), canonical (no leading zero) and at most 9 digits; prefix and
+ * suffix at most STRTAB_PREFIX_BYTES each. Sets *plen, *slen and *num, or returns false.
+ * "t123", "conv_12", "t5_v2" (123 and 5: views of tensor 5), "blk.12.attn_q". */
+static bool split_number(const char *s, size_t len, size_t *plen, size_t *slen, uint32_t *num)
 {
-    size_t d = 0;
-    while (d < len && d < 10 && s[len - 1 - d] >= '0' && s[len - 1 - d] <= '9')
-        d++;
-    if (d == 0 || d > 9 || (d > 1 && s[len - d] == '0') || len - d > STRTAB_PREFIX_BYTES)
+    size_t best = 0, best_at = 0;
+    for (size_t i = 0; i < len;) {
+        if (s[i] < '0' || s[i] > '9') {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && s[j] >= '0' && s[j] <= '9')
+            j++;
+        if (j - i >= best) {
+            best = j - i;
+            best_at = i;
+        }
+        i = j;
+    }
+    if (best == 0 || best > 9 || (best > 1 && s[best_at] == '0') || best_at > STRTAB_PREFIX_BYTES ||
+        len - best_at - best > STRTAB_PREFIX_BYTES)
         return false;
     uint32_t v = 0;
-    for (size_t i = len - d; i < len; i++)
+    for (size_t i = best_at; i < best_at + best; i++)
         v = v * 10 + (uint32_t)(s[i] - '0');
-    *plen = len - d;
+    *plen = best_at;
+    *slen = len - best_at - best;
     *num = v;
     return true;
 }
 
-/* The index of prefix s[0, plen), or STRTAB_NONE. */
-static uint32_t find_prefix(const strtab *t, const char *s, size_t plen)
+static bool prefix_is(const strtab_prefix *pr, const char *s, size_t plen, const char *suf,
+                      size_t slen)
+{
+    return pr->len == plen && pr->suffix_len == slen && memcmp(pr->text, s, plen) == 0 &&
+           memcmp(pr->suffix, suf, slen) == 0;
+}
+
+/* The index of the (prefix, suffix) pair, or STRTAB_NONE. */
+static uint32_t find_prefix(const strtab *t, const char *s, size_t plen, const char *suf,
+                            size_t slen)
 {
     uint32_t last = t->last_prefix;
-    if (last < t->n_prefixes && t->prefixes[last].len == plen &&
-        memcmp(t->prefixes[last].text, s, plen) == 0)
+    if (last < t->n_prefixes && prefix_is(&t->prefixes[last], s, plen, suf, slen))
         return last;
     for (uint32_t i = 0; i < t->n_prefixes; i++)
-        if (t->prefixes[i].len == plen && memcmp(t->prefixes[i].text, s, plen) == 0)
+        if (prefix_is(&t->prefixes[i], s, plen, suf, slen))
             return i;
     return STRTAB_NONE;
 }
@@ -117,11 +141,11 @@ typedef struct place {
 static place place_of(const strtab *t, const char *s, size_t len)
 {
     place w = {false, STRTAB_NONE, 0};
-    size_t plen;
-    if (!split_number(s, len, &plen, &w.num))
+    size_t plen, slen;
+    if (!split_number(s, len, &plen, &slen, &w.num))
         return w;
     w.numbered = true;
-    w.pi = find_prefix(t, s, plen);
+    w.pi = find_prefix(t, s, plen, s + len - slen, slen);
     return w;
 }
 
@@ -228,11 +252,13 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
         }
         strtab_prefix *pr = &t->prefixes[t->n_prefixes];
         memset(pr, 0, sizeof *pr);
-        size_t plen = 0;
+        size_t plen = 0, slen = 0;
         uint32_t num = 0;
-        split_number(s, len, &plen, &num);
+        split_number(s, len, &plen, &slen, &num);
         pr->len = (uint32_t)plen;
         memcpy(pr->text, s, plen);
+        pr->suffix_len = (uint32_t)slen;
+        memcpy(pr->suffix, s + len - slen, slen);
         w.pi = t->n_prefixes++;
         ask_hash = false;
     }

@@ -2,11 +2,12 @@
  * ifs, arms, loops, memory kinds, stack frames) is stored once and referred to by a dense
  * 32-bit id, so plan records stay small and name lookups become array lookups.
  *
- * Planners name things PREFIX + number ("t0" .. "t999999", "conv_12"), and a plan refers
- * to them in about the order they were made. Such a name (a canonical decimal number of at
- * most 9 digits, no leading zero, after a prefix of at most STRTAB_PREFIX_BYTES bytes) is
- * found through its prefix (one of at most STRTAB_PREFIXES, scanned) in a dense array
- * indexed by the number: no hash, no string comparison, and neighbouring names sit in
+ * Planners name things PREFIX + number + SUFFIX ("t0" .. "t999999", "conv_12", "t5_v2",
+ * "blk.12.attn_q"), and a plan refers to them in about the order they were made. Such a name
+ * (its longest run of digits, the last of equally long ones, a canonical decimal number of
+ * at most 9 digits; prefix and suffix of at most STRTAB_PREFIX_BYTES bytes each) is found
+ * through its (prefix, suffix) pair (one of at most STRTAB_PREFIXES, scanned) in a dense
+ * array indexed by the number: no hash, no string comparison, and neighbouring names sit in
  * neighbouring entries, where a hash table would miss the cache on every lookup. The other
  * names, and numbers too sparse for an array, go to an XXH3 hash table. */
 #ifndef TLSAN_STRTAB_H
@@ -23,8 +24,8 @@
 #define STRTAB_PREFIX_BYTES 32
 
 typedef struct strtab_prefix {
-    char text[STRTAB_PREFIX_BYTES];
-    uint32_t len;
+    char text[STRTAB_PREFIX_BYTES], suffix[STRTAB_PREFIX_BYTES];
+    uint32_t len, suffix_len;
     uint32_t cap;    /* entries of dense */
     uint32_t *dense; /* number -> id + 1; 0 = none */
     bool mixed;      /* a name of this prefix lives in the hash table (number too large) */
