@@ -475,16 +475,6 @@ bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, 
     return walk_back(oc, NULL, early, late_first, bad_op);
 }
 
-bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first)
-{
-    const access_index *ix = oc->ix;
-    uint32_t bad;
-    if (oc->total || ix->start[early] == ix->start[early + 1])
-        return true;
-    return clocks_answer(oc, ix->op[ix->start[early]], late_first) &&
-           clocks_order(oc, NULL, early, late_first, &bad);
-}
-
 bool order_clocks_total(const order_ctx *oc)
 {
     return !oc->total && oc->vc && oc->breaks_prefix[oc->plan->n_ops] == 0;

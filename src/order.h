@@ -16,7 +16,10 @@
  * dataflow chains built greedily (an op extends the chain of a direct predecessor that ends
  * that chain). One pass computes a clock of one counter per chain for every op; each query
  * then costs O(accesses of the earlier tenant). Used while n_ops x chains stays under 2^24
- * counters. */
+ * counters. In plans with branches they still answer a query when no conditional op in its
+ * step range synchronises (record, wait, sync, `after`; under dataflow any conditional
+ * op): skipping an op that only lies on its stream's program order leaves the order of the
+ * others unchanged. */
 #ifndef TLSAN_ORDER_H
 #define TLSAN_ORDER_H
 
@@ -81,10 +84,5 @@ static inline uint32_t order_clock(const order_ctx *oc, uint32_t x, uint32_t cha
 {
     return oc->vc[(size_t)x * oc->width + chain];
 }
-
-/* True when the clocks alone prove, for every path at once, that every access of `early`
- * happens before op `late_first` (no conditional op between them); false when they cannot
- * tell or the answer is no. Never walks the graph. */
-bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first);
 
 #endif
