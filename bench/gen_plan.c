@@ -21,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_shapes.h"
+
 #define ALIGN_BYTES     64
 #define RECENT_WINDOW   6   /* ops read from the last few tensors produced... */
 #define RESIDUAL_WINDOW 256 /* ...and sometimes from one this far back */
 
 enum { KIND_ACT = 0, KIND_WEIGHT = 1 };
-enum { ROOT_INPUT = 1u << 0, ROOT_OUTPUT = 1u << 1, ROOT_HAS_VIEW = 1u << 2 };
+enum { ROOT_INPUT = 1u << 0, ROOT_OUTPUT = 1u << 1 };
 
 /* One realistic tensor shape: f16 elements, so bytes = 2 * product of dims. */
 typedef struct shape_def {
@@ -61,12 +63,15 @@ typedef struct root {
     int64_t first, last; /* derived lifetime in steps */
     uint8_t kind;
     uint8_t flags;
-    uint8_t shape; /* index into act_shapes or weight_shapes */
-    uint8_t pad;
-    uint32_t id; /* number within its kind: t<id> or w<id> */
+    uint8_t shape;   /* index into act_shapes or weight_shapes */
+    uint8_t n_views; /* a chain of views (view of view ...) read by later ops */
+    uint32_t id;     /* number within its kind: t<id> or w<id> */
 } root;
 
-/* A handle names a root or its view: root index * 2 + (1 when the view is meant). */
+/* A handle names a root or one of its views: root index * 4 + view depth (0: the root). */
+#define H_ROOT(h)    ((h) >> 2)
+#define H_VIEW(h)    ((h)&3u)
+#define H_MAKE(r, v) ((uint32_t)(r)*4u + (uint32_t)(v))
 typedef struct op {
     uint32_t reads[5];
     uint32_t writes[2];
@@ -74,7 +79,17 @@ typedef struct op {
     uint8_t type;
 } op;
 
+/* The plan shapes generated here (gen_shapes.c makes the multi-stream ones). */
+typedef enum shape_kind {
+    SHAPE_CURRENT,  /* the inference-shaped DAG described above */
+    SHAPE_SEQ,      /* sequential names t0.. and o0.., 1-2 reads per op, no weights */
+    SHAPE_DATAFLOW, /* the DAG under the dataflow schedule, each op reading its predecessor's output
+                     */
+    SHAPE_VIEWS,    /* ggml-like: most tensors read through chains of reshape/permute views */
+} shape_kind;
+
 typedef struct gen {
+    shape_kind shape;
     root *roots;
     size_t n_roots, cap_roots;
     op *ops;
@@ -187,7 +202,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
             goto cleanup;
         g->roots[ri].flags |= ROOT_INPUT;
         g->roots[ri].first = g->roots[ri].last = -1;
-        produced[n_produced++] = (uint32_t)ri * 2;
+        produced[n_produced++] = H_MAKE(ri, 0);
     }
 
     while (remaining > 0) {
@@ -199,31 +214,35 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
 
         /* 1-3 distinct recent tensors */
         size_t window = n_produced < RECENT_WINDOW ? n_produced : RECENT_WINDOW;
-        unsigned want = 1 + (unsigned)rng_below(&g->rng, 3);
+        unsigned want = 1 + (unsigned)rng_below(&g->rng, g->shape == SHAPE_SEQ ? 2 : 3);
         if (want > window)
             want = (unsigned)window;
+        /* dataflow: the previous op's output first, so every op depends on the one before
+         * and the first-fit reuses are ordered by the data dependencies */
+        if (g->shape == SHAPE_DATAFLOW && want > 0)
+            o->reads[o->n_reads++] = produced[n_produced - 1];
         while (o->n_reads < want) {
             uint32_t h = produced[n_produced - 1 - rng_below(&g->rng, window)];
             bool dup = false;
             for (unsigned i = 0; i < o->n_reads; i++)
-                dup |= (o->reads[i] >> 1) == (h >> 1);
+                dup |= H_ROOT(o->reads[i]) == H_ROOT(h);
             if (!dup)
                 o->reads[o->n_reads++] = h;
         }
         /* a residual connection to an older tensor */
-        if (n_produced > RECENT_WINDOW && rng_chance(&g->rng, 150)) {
+        if (g->shape != SHAPE_SEQ && n_produced > RECENT_WINDOW && rng_chance(&g->rng, 150)) {
             size_t span = n_produced - RECENT_WINDOW;
             if (span > RESIDUAL_WINDOW)
                 span = RESIDUAL_WINDOW;
             uint32_t h = produced[n_produced - 1 - RECENT_WINDOW - rng_below(&g->rng, span)];
             bool dup = false;
             for (unsigned i = 0; i < o->n_reads; i++)
-                dup |= (o->reads[i] >> 1) == (h >> 1);
+                dup |= H_ROOT(o->reads[i]) == H_ROOT(h);
             if (!dup)
                 o->reads[o->n_reads++] = h;
         }
         for (unsigned i = 0; i < o->n_reads; i++)
-            g->roots[o->reads[i] >> 1].last = step;
+            g->roots[H_ROOT(o->reads[i])].last = step;
 
         /* the outputs */
         unsigned n_out = rng_chance(&g->rng, 100) ? 2 : 1;
@@ -236,13 +255,15 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
                 goto cleanup;
             root *r = &g->roots[ri];
             r->first = r->last = step;
-            uint32_t h = (uint32_t)ri * 2;
-            /* a reshape: later consumers read it through a view */
-            if (rng_chance(&g->rng, 30)) {
-                r->flags |= ROOT_HAS_VIEW;
-                h |= 1;
+            uint32_t h = H_MAKE(ri, 0);
+            /* a reshape: later consumers read it through a view; ggml-like plans chain a
+             * permute and a reshape of the reshape on most tensors */
+            if (g->shape == SHAPE_VIEWS ? rng_chance(&g->rng, 700)
+                                        : g->shape != SHAPE_SEQ && rng_chance(&g->rng, 30)) {
+                r->n_views = g->shape == SHAPE_VIEWS ? 1 + (uint8_t)rng_below(&g->rng, 3) : 1;
+                h = H_MAKE(ri, r->n_views);
             }
-            o->writes[o->n_writes++] = (uint32_t)ri * 2;
+            o->writes[o->n_writes++] = H_MAKE(ri, 0);
             produced[n_produced++] = h;
             /* a few extra graph outputs (e.g. a KV cache handed back) */
             if (rng_below(&g->rng, 10000) == 0)
@@ -251,25 +272,27 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
         remaining -= n_out;
 
         /* a weight: mostly its own, sometimes a shared (tied) one */
-        if (remaining > 0 && rng_chance(&g->rng, 600)) {
+        if (g->shape == SHAPE_SEQ) {
+            /* no weights */
+        } else if (remaining > 0 && rng_chance(&g->rng, 600)) {
             int64_t wi = new_root(g, KIND_WEIGHT);
             if (wi < 0)
                 goto cleanup;
-            o->reads[o->n_reads++] = (uint32_t)wi * 2;
+            o->reads[o->n_reads++] = H_MAKE(wi, 0);
             remaining--;
         } else if (g->n_weights > 0 && rng_chance(&g->rng, 50)) {
             /* find a random existing weight by probing; roots are a mix of both kinds */
             for (int tries = 0; tries < 16; tries++) {
                 size_t ri = (size_t)rng_below(&g->rng, g->n_roots);
                 if (g->roots[ri].kind == KIND_WEIGHT) {
-                    o->reads[o->n_reads++] = (uint32_t)ri * 2;
+                    o->reads[o->n_reads++] = H_MAKE(ri, 0);
                     break;
                 }
             }
         }
         /* a name for the op, from what it reads */
         bool has_weight =
-            o->n_reads > 0 && g->roots[o->reads[o->n_reads - 1] >> 1].kind == KIND_WEIGHT;
+            o->n_reads > 0 && g->roots[H_ROOT(o->reads[o->n_reads - 1])].kind == KIND_WEIGHT;
         unsigned n_act = o->n_reads - (has_weight ? 1 : 0);
         if (has_weight)
             o->type = (uint8_t)(rng_below(&g->rng, 3)); /* linear, conv, layernorm */
@@ -283,7 +306,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
 
     /* The last tensor produced is the graph's output. */
     if (n_produced > 0)
-        g->roots[produced[n_produced - 1] >> 1].flags |= ROOT_OUTPUT;
+        g->roots[H_ROOT(produced[n_produced - 1])].flags |= ROOT_OUTPUT;
     for (size_t i = 0; i < g->n_roots; i++) {
         root *r = &g->roots[i];
         if (r->kind == KIND_WEIGHT || (r->flags & ROOT_OUTPUT))
@@ -567,26 +590,38 @@ static void write_shape(FILE *f, const shape_def *def, bool drop_batch)
     fputc(']', f);
 }
 
-static void write_handle(FILE *f, const gen *g, uint32_t h)
+/* View k (1-based) of a root is named NAME_v, NAME_v2, NAME_v3 (each a view of the one
+ * before: reshape, permute, reshape). */
+static void view_name(char *buf, size_t buf_bytes, const char *root_name_s, unsigned k)
 {
-    char name[32];
-    root_name(&g->roots[h >> 1], name, sizeof(name));
-    fprintf(f, (h & 1) ? "\"%s_v\"" : "\"%s\"", name);
+    if (k == 1)
+        snprintf(buf, buf_bytes, "%s_v", root_name_s);
+    else
+        snprintf(buf, buf_bytes, "%s_v%u", root_name_s, k);
 }
 
-static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t act_bytes,
-                       uint64_t weight_bytes, bool lifetimes, bool shapes)
+static void write_handle(FILE *f, const gen *g, uint32_t h)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return false;
-    static char buf[1 << 20];
-    setvbuf(f, buf, _IOFBF, sizeof(buf));
-    char name[32];
+    char name[32], view[40];
+    root_name(&g->roots[H_ROOT(h)], name, sizeof(name));
+    if (H_VIEW(h) == 0) {
+        fprintf(f, "\"%s\"", name);
+        return;
+    }
+    view_name(view, sizeof view, name, H_VIEW(h));
+    fprintf(f, "\"%s\"", view);
+}
 
-    fprintf(f,
-            "{\"tlsan_plan\":1,\"name\":\"bench-%zu-s%" PRIu64 "\",\"schedule\":\"sequential\",\n",
-            g->n_roots, seed);
+/* One plan object (no trailing newline); key_json, when not NULL, is its cache key. */
+static void write_plan_object(FILE *f, const gen *g, const char *plan_name, const char *key_json,
+                              uint64_t act_bytes, uint64_t weight_bytes, bool lifetimes,
+                              bool shapes)
+{
+    char name[32], view[40], base[40];
+    fprintf(f, "{\"tlsan_plan\":1,\"name\":\"%s\",\"schedule\":\"%s\",\n", plan_name,
+            g->shape == SHAPE_DATAFLOW ? "dataflow" : "sequential");
+    if (key_json)
+        fprintf(f, "\"key\":%s,\n", key_json);
     fprintf(f,
             "\"arenas\":[{\"name\":\"act\",\"bytes\":%" PRIu64
             ",\"alignment\":%d,\"memory\":\"host\"},\n"
@@ -615,18 +650,24 @@ static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t a
         if (lifetimes)
             fprintf(f, ",\"lifetime\":[%" PRId64 ",%" PRId64 "]", r->first, r->last);
         fputc('}', f);
-        if (r->flags & ROOT_HAS_VIEW) {
-            fprintf(f, ",\n{\"name\":\"%s_v\",\"bytes\":%" PRIu64 ",\"view_of\":\"%s\"", name,
-                    shape_bytes(def), name);
+        snprintf(base, sizeof base, "%s", name);
+        for (unsigned k = 1; k <= r->n_views; k++) {
+            view_name(view, sizeof view, name, k);
+            fprintf(f, ",\n{\"name\":\"%s\",\"bytes\":%" PRIu64 ",\"view_of\":\"%s\"", view,
+                    shape_bytes(def), base);
             if (shapes)
-                write_shape(f, def, true);
+                write_shape(f, def, k % 2 == 1);
             fputc('}', f);
+            snprintf(base, sizeof base, "%s", view);
         }
     }
     fputs("],\n\"ops\":[\n", f);
     for (size_t k = 0; k < g->n_ops; k++) {
         const op *o = &g->ops[k];
-        fprintf(f, "%s{\"name\":\"%s_%zu\",\"reads\":[", k ? ",\n" : "", op_types[o->type], k);
+        if (g->shape == SHAPE_SEQ)
+            fprintf(f, "%s{\"name\":\"o%zu\",\"reads\":[", k ? ",\n" : "", k);
+        else
+            fprintf(f, "%s{\"name\":\"%s_%zu\",\"reads\":[", k ? ",\n" : "", op_types[o->type], k);
         for (unsigned i = 0; i < o->n_reads; i++) {
             if (i)
                 fputc(',', f);
@@ -640,7 +681,21 @@ static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t a
         }
         fputs("]}", f);
     }
-    fputs("]}\n", f);
+    fputs("]}", f);
+}
+
+static bool write_plan(const gen *g, const char *path, uint64_t seed, uint64_t act_bytes,
+                       uint64_t weight_bytes, bool lifetimes, bool shapes)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof(buf));
+    char plan_name[64];
+    snprintf(plan_name, sizeof plan_name, "bench-%zu-s%" PRIu64, g->n_roots, seed);
+    write_plan_object(f, g, plan_name, NULL, act_bytes, weight_bytes, lifetimes, shapes);
+    fputc('\n', f);
     bool ok = !ferror(f);
     if (fclose(f) != 0)
         ok = false;
@@ -667,25 +722,107 @@ static bool write_roots(const gen *g, const char *path)
     return ok;
 }
 
-static bool write_pairs(const gen *g, const char *path, const pair *pairs, size_t n_pairs)
+/* "PREFIXa b" per pair, names in byte order, so the sidecar compares directly against
+ * sorted findings. */
+static void put_pairs(FILE *f, const gen *g, const char *prefix, const pair *pairs, size_t n_pairs)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return false;
     char a[32], b[32];
     for (size_t i = 0; i < n_pairs; i++) {
         root_name(&g->roots[pairs[i].a], a, sizeof(a));
         root_name(&g->roots[pairs[i].b], b, sizeof(b));
-        /* names in byte order, so the sidecar compares directly against sorted findings */
         if (strcmp(a, b) < 0)
-            fprintf(f, "%s %s\n", a, b);
+            fprintf(f, "%s%s %s\n", prefix, a, b);
         else
-            fprintf(f, "%s %s\n", b, a);
+            fprintf(f, "%s%s %s\n", prefix, b, a);
     }
+}
+
+static bool write_pairs(const gen *g, const char *path, const char *prefix, const pair *pairs,
+                        size_t n_pairs)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    put_pairs(f, g, prefix, pairs, n_pairs);
     bool ok = !ferror(f);
     if (fclose(f) != 0)
         ok = false;
     return ok;
+}
+
+static void gen_free(gen *g)
+{
+    free(g->roots);
+    free(g->ops);
+    g->roots = NULL;
+    g->ops = NULL;
+    g->n_roots = g->n_ops = g->cap_roots = g->cap_ops = 0;
+    g->n_acts = g->n_weights = 0;
+}
+
+/* A plan cache of many keys (an engine's plans for each sequence length): n_roots / 1000
+ * plans of about 1000 roots, keyed {"seq": i}; one plan in five of them (at least one)
+ * gets one injected move. PLAN.json.expected lists "PLAN live-overlap a b". */
+static int write_cache(const char *out_path, const char *expected_path, uint64_t n_roots,
+                       uint64_t seed, uint64_t k_inject)
+{
+    int status = 2;
+    FILE *f = fopen(out_path, "w"), *e = fopen(expected_path, "w");
+    gen g = {0};
+    pair *pairs = NULL;
+    if (!f || !e) {
+        fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", out_path, strerror(errno));
+        goto cleanup;
+    }
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof(buf));
+    uint64_t n_plans = n_roots / 1000 ? n_roots / 1000 : 1;
+    uint64_t every = n_plans / 5 ? n_plans / 5 : 1, n_expected = 0, n_ops = 0;
+    fputs("{\"tlsan_plan_cache\":1,\"plans\":[\n", f);
+    for (uint64_t i = 0; i < n_plans; i++) {
+        uint64_t want = n_roots / n_plans + (i < n_roots % n_plans ? 1 : 0);
+        uint64_t act_bytes = 0, weight_bytes = 0, n_moved = 0;
+        size_t n_pairs = 0;
+        g.shape = SHAPE_CURRENT;
+        g.rng = seed * 1000003u + i;
+        if (!build_graph(&g, want) || !place(&g, &act_bytes, &weight_bytes) ||
+            !inject(&g, i % every == 0 && k_inject ? 1 : 0, &act_bytes, &pairs, &n_pairs,
+                    &n_moved)) {
+            fputs("tlsan_gen_plan: out of memory\n", stderr);
+            goto cleanup;
+        }
+        char name[32], key[32], prefix[48];
+        snprintf(name, sizeof name, "k%" PRIu64, i);
+        snprintf(key, sizeof key, "{\"seq\":%" PRIu64 "}", i);
+        snprintf(prefix, sizeof prefix, "%s live-overlap ", name);
+        if (i)
+            fputs(",\n", f);
+        write_plan_object(f, &g, name, key, act_bytes, weight_bytes, false, true);
+        put_pairs(e, &g, prefix, pairs, n_pairs);
+        n_expected += n_pairs;
+        n_ops += g.n_ops;
+        free(pairs);
+        pairs = NULL;
+        gen_free(&g);
+    }
+    fputs("]}\n", f);
+    if (ferror(f) || ferror(e)) {
+        fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", out_path, strerror(errno));
+        goto cleanup;
+    }
+    fprintf(stderr,
+            "tlsan_gen_plan: %s: %" PRIu64 " roots, %" PRIu64 " ops in %" PRIu64
+            " cached plans, %" PRIu64 " conflicting pairs\n",
+            out_path, n_roots, n_ops, n_plans, n_expected);
+    status = 0;
+cleanup:
+    if (f && fclose(f) != 0)
+        status = 2;
+    if (e && fclose(e) != 0)
+        status = 2;
+    free(pairs);
+    gen_free(&g);
+    return status;
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -701,12 +838,17 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static void usage(FILE *f)
 {
-    fputs("usage: tlsan_gen_plan --roots N --seed S [--inject K] [--lifetimes] [--no-shapes]\n"
-          "                      -o PLAN.json\n"
+    fputs("usage: tlsan_gen_plan --roots N --seed S [--inject K] [--shape SHAPE] [--lifetimes]\n"
+          "                      [--no-shapes] -o PLAN.json\n"
           "  Writes a realistic clean plan of N storage roots (activations placed first-fit,\n"
           "  weights as constants), then moves K intermediate tensors onto live bytes.\n"
-          "  Sidecars: PLAN.json.injected (conflicting pairs, \"a b\" per line) and\n"
-          "  PLAN.json.roots (compact roots for tlsan_naive_check).\n"
+          "  Sidecars: PLAN.json.expected (the exact findings, \"KIND a b\" per line, names\n"
+          "  sorted; \"PLAN KIND a b\" for a cache), PLAN.json.injected (conflicting pairs,\n"
+          "  \"a b\") and PLAN.json.roots (compact roots for tlsan_naive_check).\n"
+          "  SHAPE: current (default), seq (names t0.., o0.., 1-2 reads, no weights),\n"
+          "  dataflow, views (chains of views), cache (plans of 1000 roots, one per key),\n"
+          "  streams (3 streams handing tensors on by events, many tenants per byte; K waits\n"
+          "  dropped), branchy (streams with conditional tenants; K waits dropped).\n"
           "  --lifetimes  also declare each root's exact lifetime\n"
           "  --no-shapes  leave out dtype and shape (a smaller file)\n",
           f);
@@ -716,7 +858,7 @@ int main(int argc, char **argv)
 {
     uint64_t n_roots = 0, seed = 1, k_inject = 0;
     bool have_roots = false, lifetimes = false, shapes = true;
-    const char *out_path = NULL;
+    const char *out_path = NULL, *shape_name = "current";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -747,6 +889,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (v && !strcmp(a, "--shape")) {
+            shape_name = v;
+            i++;
         } else if (v && !strcmp(a, "-o")) {
             out_path = v;
             i++;
@@ -769,7 +914,34 @@ int main(int argc, char **argv)
     uint64_t act_bytes = 0, weight_bytes = 0, n_moved = 0;
     size_t path_bytes = strlen(out_path) + 16;
     char *side = malloc(path_bytes);
-    if (!side || !build_graph(&g, n_roots) || !place(&g, &act_bytes, &weight_bytes) ||
+    if (!side) {
+        fputs("tlsan_gen_plan: out of memory\n", stderr);
+        goto cleanup;
+    }
+    snprintf(side, path_bytes, "%s.expected", out_path);
+    if (!strcmp(shape_name, "streams") || !strcmp(shape_name, "branchy")) {
+        status = gen_streams_write(out_path, side, n_roots, seed, k_inject,
+                                   !strcmp(shape_name, "branchy"));
+        goto cleanup;
+    }
+    if (!strcmp(shape_name, "cache")) {
+        status = write_cache(out_path, side, n_roots, seed, k_inject);
+        goto cleanup;
+    }
+    if (!strcmp(shape_name, "seq"))
+        g.shape = SHAPE_SEQ;
+    else if (!strcmp(shape_name, "dataflow"))
+        g.shape = SHAPE_DATAFLOW;
+    else if (!strcmp(shape_name, "views"))
+        g.shape = SHAPE_VIEWS;
+    else if (strcmp(shape_name, "current") != 0) {
+        fprintf(stderr, "tlsan_gen_plan: unknown shape '%s'\n", shape_name);
+        usage(stderr);
+        goto cleanup;
+    }
+    if (g.shape == SHAPE_SEQ)
+        shapes = false;
+    if (!build_graph(&g, n_roots) || !place(&g, &act_bytes, &weight_bytes) ||
         !inject(&g, k_inject, &act_bytes, &pairs, &n_pairs, &n_moved)) {
         fputs("tlsan_gen_plan: out of memory\n", stderr);
         goto cleanup;
@@ -778,8 +950,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", out_path, strerror(errno));
         goto cleanup;
     }
+    if (!write_pairs(&g, side, "live-overlap ", pairs, n_pairs)) {
+        fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", side, strerror(errno));
+        goto cleanup;
+    }
     snprintf(side, path_bytes, "%s.injected", out_path);
-    if (!write_pairs(&g, side, pairs, n_pairs)) {
+    if (!write_pairs(&g, side, "", pairs, n_pairs)) {
         fprintf(stderr, "tlsan_gen_plan: cannot write %s: %s\n", side, strerror(errno));
         goto cleanup;
     }

@@ -25,6 +25,11 @@ typedef struct inplace_decl {
     uint32_t out, in; /* the tensors as named in the declaration */
 } inplace_decl;
 
+enum {
+    TENANT_FIXED = 1u << 0,  /* no conditional access: the same lifetime on every path */
+    TENANT_ANCHOR = 1u << 1, /* an unconditional access: present on every path */
+};
+
 typedef struct checker {
     const tlsan_plan *p;
     tlsan_report *r;
@@ -39,10 +44,11 @@ typedef struct checker {
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
     bool order_only;      /* check_pair judges reuse order, else conflicts */
-    uint8_t *fixed;       /* per root: no conditional access (the same lifetime on every path) */
-    uint32_t *fixed_pos;  /* per segment position: rank among the segment's fixed tenants */
-    uint8_t *link_ok;     /* per segment position: tenant i is ordered before tenant i+1 */
-    size_t cap_link_ok;
+    uint8_t *tenant;      /* per root: TENANT_* bits */
+    uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
+    uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
+                             bytes by the clock sweep; NULL when there was none */
+    size_t cap_seg;
     plan_stats *stats;
 } checker;
 
@@ -648,85 +654,269 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
 
 /* ---- reuse order along tenant chains ---- */
 
-/* Whether every path orders all of e's accesses before op lf, as far as a cheap query can
- * tell: on the only path, any query; with branches, only the clocks' path-free answer. */
-static bool link_holds(checker *c, uint32_t e, uint32_t lf)
+/* Whether, on every path where both run, e's lifetime ends before l's begins and every
+ * access of e happens before l's first access: then the pair needs no question of its own,
+ * and it carries transitivity (on a path where both are proven around a tenant B present
+ * there, e's accesses happen before B's first, which is one of B's accesses, which happen
+ * before l's first). With too many paths, the union of paths must prove it. */
+static bool pair_proven(checker *c, uint32_t e, uint32_t l)
 {
+    const tlsan_plan *p = c->p;
+    const life *h = c->ix.hull;
     uint32_t bad;
-    if (lf == NO_INDEX)
-        return true;
-    if (c->p->n_ifs == 0)
-        return order_forces(&c->oc, &c->ps, e, lf, &bad);
-    return order_known_all_paths(&c->oc, e, lf);
+    if (p->n_ifs == 0) { /* every hull is the exact lifetime */
+        uint32_t lf = first_access(c, l);
+        return h[e].last < h[l].first &&
+               (lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad));
+    }
+    if (!(h[e].first < h[l].first))
+        return false; /* l may come first or meet e on some path */
+    if_set_clear(&c->set);
+    if_set_add_root(&c->set, p, &c->ix, e);
+    if_set_add_root(&c->set, p, &c->ix, l);
+    if_set_add_range(&c->set, p, &c->ix, h[e].first, h[e].last > h[l].last ? h[e].last : h[l].last);
+    bool ok = true;
+    paths_begin(c);
+    do {
+        life le = root_life(&c->ix, p, e, &c->ps), ll = root_life(&c->ix, p, l, &c->ps);
+        if (life_empty(le) || life_empty(ll))
+            continue; /* one of them does not exist on this path */
+        if (!(le.last < ll.first)) {
+            ok = false;
+        } else if (!c->ps.all_run) {
+            uint32_t lf = first_access(c, l);
+            ok = lf == NO_INDEX || order_forces(&c->oc, &c->ps, e, lf, &bad);
+        } else {
+            /* any access up to the first unconditional one may be l's first */
+            for (uint32_t k = c->ix.start[l]; k < c->ix.start[l + 1] && ok; k++) {
+                ok = order_forces_all_paths(&c->oc, e, c->ix.op[k], &bad);
+                if (!(c->ix.rw[k] & ACC_COND))
+                    break;
+            }
+        }
+    } while (ok && paths_next(c));
+    c->ps.all_run = false;
+    return ok;
 }
 
-/* The tenants of one byte segment, sorted by first step. Ordering is transitive through a
- * tenant that exists on every path with one lifetime (a "fixed" root, with no conditional
- * access): if on a path every access of A happens before B's first access, and every
- * access of B before C's first, then every access of A before C's first, since B's first is
- * one of B's accesses. So neighbouring fixed tenants need one query each, a pair of fixed
- * tenants is proven when every link between them holds, and only the other pairs are asked
- * directly: pairs spanning a failing (or undecided) link, and pairs with a conditional
- * tenant, judged path by path. A pair is reported in the segment where its shared bytes
- * begin, so once. In a plan whose reuses are ordered this is one query per tenant and
- * segment. */
+/* Asks the pair (e, l) of a segment directly, reporting what is wrong; only where their
+ * shared bytes begin, so that a pair is reported once. */
+static int ask_pair(checker *c, uint64_t seg_start, uint32_t e, uint32_t l)
+{
+    const tlsan_plan *p = c->p;
+    const life *h = c->ix.hull;
+    uint64_t se = p->tensors[e].offset_bytes, sl = p->tensors[l].offset_bytes;
+    if ((se > sl ? se : sl) != seg_start)
+        return 0;
+    if (p->n_ifs == 0) {
+        uint32_t lf = first_access(c, l), bad = NO_INDEX;
+        if (!(h[e].last < h[l].first) || lf == NO_INDEX ||
+            order_forces(&c->oc, &c->ps, e, lf, &bad))
+            return 0; /* a conflict (the sweep over steps judges it) or ordered */
+        return report_unordered(c, e, l, h[e], h[l], lf, bad);
+    }
+    return check_pair(c, e, l); /* path by path */
+}
+
+/* check_segment()'s scratch, one array of the segment's length each. */
+enum {
+    SEG_APOS,   /* per anchor (in order): its position in the segment */
+    SEG_GROUP,  /* per anchor: its group (a run of anchors each proven before the next) */
+    SEG_GSTART, /* per group: its first anchor */
+    SEG_MEMO,   /* per group: the latest group whose anchors were all proven after it, + 1 */
+    SEG_TODO,   /* groups not yet proven before the current group's anchors */
+    SEG_ATTACH, /* per position of a non-anchor: the anchor after it, NO_INDEX while none */
+    SEG_BAD,    /* per position: the next non-anchor of its group not proven before its
+                   anchor (a list per group), NO_INDEX at the end */
+    SEG_GBAD,   /* per group: the head of that list */
+    SEG_ARRAYS
+};
+
+/* The questions about later tenant l and the tenants of earlier group g (n_groups groups
+ * and n_anch anchors so far). When g's last anchor is proven before l (`through`), so is
+ * every tenant of g but the non-anchors not proven before their anchor; else the anchors of
+ * g proven before l are a prefix (a proven anchor proves every anchor of its group before
+ * it), found by bisection, and everything after that prefix is asked directly. */
+static int settle_group(checker *c, uint64_t seg_start, const uint32_t *r, uint32_t l, uint32_t g,
+                        uint32_t n_groups, uint32_t n_anch, bool through)
+{
+    size_t cap = c->cap_seg;
+    const uint32_t *apos = c->seg + SEG_APOS * cap, *gstart = c->seg + SEG_GSTART * cap;
+    const uint32_t *attach = c->seg + SEG_ATTACH * cap, *bad = c->seg + SEG_BAD * cap;
+    const uint32_t *gbad = c->seg + SEG_GBAD * cap;
+    uint32_t a0 = gstart[g], az = (g + 1 < n_groups ? gstart[g + 1] : n_anch) - 1;
+    uint32_t upto = az + 1; /* anchors a0 .. upto-1 are proven before l */
+    if (!through) {
+        uint32_t lo = a0, hi = az; /* anchors before lo are proven, hi is not */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (pair_proven(c, r[apos[mid]], l))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        upto = lo;
+        uint32_t from = upto > a0 ? apos[upto - 1] + 1 : a0 > 0 ? apos[a0 - 1] + 1 : 0;
+        for (uint32_t q = from; q <= apos[az]; q++) {
+            int rc = ask_pair(c, seg_start, r[q], l);
+            if (rc)
+                return rc;
+        }
+    }
+    /* the non-anchors attached to a proven anchor but not proven before it */
+    for (uint32_t q = gbad[g]; q != NO_INDEX; q = bad[q])
+        if (attach[q] < upto) {
+            int rc = ask_pair(c, seg_start, r[q], l);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+/* The tenants of one byte segment, sorted by the first step of their hull. Ordering is
+ * transitive through any tenant present on a path (see pair_proven()), and an *anchor*, a
+ * tenant with an unconditional access, is present on every path. So the anchors are cut
+ * into groups of consecutive anchors each proven before the next (one question per anchor);
+ * a tenant without an unconditional access is proven before the anchor after it (one
+ * question) or asked about directly. A later tenant l then needs: nothing for its own group
+ * when it is an anchor or proven after the anchor before it; one question per earlier group
+ * (its last anchor before l), remembered for the rest of l's group, which settles the whole
+ * earlier group when it holds and else bisects it; direct questions for the non-anchors not
+ * proven before their anchor, those since the last anchor, and what the bisections leave,
+ * all of which are (or are next to) findings. In a plan whose reuses are ordered this is
+ * about one question per tenant and segment, on every path; segments whose tenants are
+ * mostly without an unconditional access, or with many failing links, cost more (up to a
+ * question per pair). A pair is reported in the segment where its shared bytes begin, so
+ * once. */
 static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_t m)
 {
     checker *c = ctx;
-    const tlsan_plan *p = c->p;
-    const life *h = c->ix.hull; /* exact for fixed tenants */
-    if (m > c->cap_link_ok) {
-        uint8_t *nl = realloc(c->link_ok, m);
-        if (nl)
-            c->link_ok = nl;
-        uint32_t *np = nl ? realloc(c->fixed_pos, 2 * m * sizeof *np) : NULL;
-        if (!nl || !np)
-            return -1;
-        c->fixed_pos = np;
-        c->cap_link_ok = m;
+    if (c->unproven) {
+        /* the clock sweep proved every pair but those with a later tenant marked here */
+        bool any = false;
+        for (size_t k = 0; k < m && !any; k++)
+            any = c->unproven[r[k]] != 0;
+        if (!any)
+            return 0;
     }
-    /* fixed_at[f]: segment position of fixed tenant number f; other_at: the others */
-    uint32_t *fixed_at = c->fixed_pos, *other_at = c->fixed_pos + m;
-    size_t n_fixed = 0, n_other = 0;
+    if (m > c->cap_seg) {
+        uint32_t *ns = realloc(c->seg, SEG_ARRAYS * m * sizeof *ns);
+        if (!ns)
+            return -1;
+        c->seg = ns;
+        c->cap_seg = m;
+    }
+    size_t cap = c->cap_seg;
+    uint32_t *apos = c->seg + SEG_APOS * cap, *group = c->seg + SEG_GROUP * cap;
+    uint32_t *gstart = c->seg + SEG_GSTART * cap, *memo = c->seg + SEG_MEMO * cap;
+    uint32_t *todo = c->seg + SEG_TODO * cap, *attach = c->seg + SEG_ATTACH * cap;
+    uint32_t *bad = c->seg + SEG_BAD * cap, *gbad = c->seg + SEG_GBAD * cap;
+    uint32_t n_anch = 0, n_groups = 0, n_todo = 0;
+    uint32_t pending = 0; /* the first position after the last anchor */
     c->order_only = true;
     int rc = 0;
-    size_t last_failing = SIZE_MAX; /* the latest failing link before the current tenant */
-    for (size_t k = 0; k < m && rc == 0; k++) {
+    for (uint32_t k = 0; k < m && rc == 0; k++) {
         uint32_t l = r[k];
-        bool lfix = c->fixed[l];
-        if (lfix && n_fixed > 0) {
-            /* link_ok[f]: fixed tenant f is ordered before fixed tenant f+1 on every path */
-            uint32_t e = r[fixed_at[n_fixed - 1]];
-            c->link_ok[n_fixed - 1] =
-                h[e].last < h[l].first && link_holds(c, e, first_access(c, l));
-            if (!c->link_ok[n_fixed - 1])
-                last_failing = n_fixed - 1;
-        }
-        /* Direct questions: the fixed tenants before a failing link (all of them when l is
-         * conditional), and every conditional tenant. */
-        size_t upto = lfix ? (last_failing == SIZE_MAX ? 0 : last_failing + 1) : n_fixed;
-        for (size_t q = 0; q < upto + n_other && rc == 0; q++) {
-            uint32_t e = r[q < upto ? fixed_at[q] : other_at[q - upto]];
-            uint64_t se = p->tensors[e].offset_bytes, sl = p->tensors[l].offset_bytes;
-            if ((se > sl ? se : sl) != seg_start)
-                continue; /* reported where their shared bytes begin */
-            if (lfix && c->fixed[e] && p->n_ifs == 0) {
-                uint32_t lf = first_access(c, l), bad = NO_INDEX;
-                if (!(h[e].last < h[l].first) || lf == NO_INDEX ||
-                    order_forces(&c->oc, &c->ps, e, lf, &bad))
-                    continue; /* a conflict (the sweep over steps judges it) or ordered */
-                rc = report_unordered(c, e, l, h[e], h[l], lf, bad);
-                continue;
+        bool anchor = (c->tenant[l] & TENANT_ANCHOR) != 0;
+        uint32_t own = NO_INDEX; /* l's group, when its anchors are all proven before l */
+        if (anchor) {
+            if (n_anch == 0 || !pair_proven(c, r[apos[n_anch - 1]], l)) {
+                /* a new group: the earlier ones are yet to be proven before it */
+                n_todo = 0;
+                for (uint32_t g = 0; g < n_groups; g++)
+                    todo[n_todo++] = g;
+                gstart[n_groups] = n_anch;
+                gbad[n_groups] = NO_INDEX;
+                memo[n_groups] = 0;
+                n_groups++;
             }
-            rc = check_pair(c, e, l); /* path by path */
+            own = n_groups - 1;
+            apos[n_anch] = k;
+            group[n_anch] = own;
+            /* the non-anchors since the previous anchor attach to this one */
+            for (uint32_t q = pending; q < k && rc == 0; q++) {
+                attach[q] = n_anch;
+                if (!pair_proven(c, r[q], l)) {
+                    bad[q] = gbad[own];
+                    gbad[own] = q;
+                    rc = ask_pair(c, seg_start, r[q], l);
+                }
+            }
+            n_anch++;
+            pending = k + 1;
+        } else {
+            for (uint32_t q = pending; q < k && rc == 0; q++)
+                rc = ask_pair(c, seg_start, r[q], l);
+            if (n_anch > 0 && pair_proven(c, r[apos[n_anch - 1]], l))
+                own = group[n_anch - 1];
         }
-        if (lfix)
-            fixed_at[n_fixed++] = (uint32_t)k;
-        else
-            other_at[n_other++] = (uint32_t)k;
+        if (own == NO_INDEX) {
+            /* a non-anchor not proven after the anchor before it: every group directly */
+            for (uint32_t g = 0; g < n_groups && rc == 0; g++)
+                rc = settle_group(c, seg_start, r, l, g, n_groups, n_anch, false);
+            continue;
+        }
+        /* l's own group is proven through its anchors, but for its bad non-anchors (those
+         * just attached to l were asked above) */
+        for (uint32_t q = gbad[own]; q != NO_INDEX && rc == 0; q = bad[q])
+            if (!anchor || attach[q] + 1 != n_anch)
+                rc = ask_pair(c, seg_start, r[q], l);
+        /* the earlier groups proven before l's group: only their bad non-anchors */
+        for (uint32_t g = 0; g < own && rc == 0; g++)
+            if (memo[g] == own + 1)
+                rc = settle_group(c, seg_start, r, l, g, n_groups, n_anch, true);
+        /* the others: one question each, remembered when l is an anchor (it then proves
+         * the group before every later tenant proven after l) */
+        for (uint32_t i = 0; i < n_todo && rc == 0;) {
+            uint32_t g = todo[i];
+            bool through = pair_proven(c, r[apos[gstart[g + 1] - 1]], l);
+            rc = settle_group(c, seg_start, r, l, g, n_groups, n_anch, through);
+            if (through && anchor) {
+                memo[g] = own + 1;
+                todo[i] = todo[--n_todo];
+            } else {
+                i++;
+            }
+        }
     }
     c->order_only = false;
     return rc;
+}
+
+static uint32_t sweep_done(void *ctx, uint32_t root, uint32_t chain)
+{
+    return order_done(&((checker *)ctx)->oc, root, chain);
+}
+
+static uint32_t sweep_bound(void *ctx, uint32_t root, uint32_t chain)
+{
+    checker *c = ctx;
+    uint32_t lf = first_access(c, root);
+    return lf == NO_INDEX ? UINT32_MAX : order_clock(&c->oc, lf, chain);
+}
+
+/* Reuse order. With one path and clocks, one sweep per chain proves at once, for every
+ * root, that every earlier tenant of its bytes is done before its first access (the largest
+ * done counter over its bytes against its clock); only the byte segments of the roots it
+ * cannot prove are then judged along their tenant chains (check_segment()), which finds the
+ * exact pairs. Without clocks, or with branches, every segment is. The segments are the
+ * elementary byte ranges, so a root is listed in every segment it covers: a large tensor
+ * of a fragmented arena in thousands, which the sweep spares. */
+static int check_reuse_order(checker *c)
+{
+    const tlsan_plan *p = c->p;
+    if (p->n_ifs == 0 && order_clocks_total(&c->oc)) {
+        c->unproven = calloc(p->n_tensors ? p->n_tensors : 1, 1);
+        if (!c->unproven ||
+            overlap_max_sweep(p, &c->ix, c->oc.width, sweep_done, sweep_bound, c, c->unproven) != 0)
+            return -1;
+        bool any = false;
+        for (size_t t = 0; t < p->n_tensors && !any; t++)
+            any = c->unproven[t] != 0;
+        if (!any)
+            return 0;
+    }
+    return overlap_segments(p, &c->ix, check_segment, c);
 }
 
 /* ---- driver ---- */
@@ -739,9 +929,9 @@ static void checker_free(checker *c)
     free(c->ps.arm);
     free(c->decls);
     free(c->path_buf);
-    free(c->link_ok);
-    free(c->fixed);
-    free(c->fixed_pos);
+    free(c->tenant);
+    free(c->seg);
+    free(c->unproven);
     view_access_free(&c->views);
 }
 
@@ -767,14 +957,17 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     /* A root with no conditional access has one lifetime on every path: make its hull that
      * lifetime (the tenant chains rely on it being exact), and with no branches at all
      * every hull becomes exact, so the sweep offers only pairs that truly collide. */
-    c.fixed = malloc(p->n_tensors ? p->n_tensors : 1);
-    if (!c.fixed)
+    c.tenant = malloc(p->n_tensors ? p->n_tensors : 1);
+    if (!c.tenant)
         goto out;
     for (uint32_t t = 0; t < p->n_tensors; t++) {
-        c.fixed[t] = 1;
-        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1] && c.fixed[t]; a++)
-            c.fixed[t] = !(c.ix.rw[a] & ACC_COND);
-        if (c.fixed[t] && p->tensors[t].root == t)
+        c.tenant[t] = TENANT_FIXED;
+        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1]; a++)
+            c.tenant[t] &= (uint8_t)((c.ix.rw[a] & ACC_COND) ? ~TENANT_FIXED : 0xff);
+        for (uint32_t a = c.ix.start[t]; a < c.ix.start[t + 1]; a++)
+            if (!(c.ix.rw[a] & ACC_COND))
+                c.tenant[t] |= TENANT_ANCHOR;
+        if ((c.tenant[t] & TENANT_FIXED) && p->tensors[t].root == t)
             c.ix.hull[t] = root_life(&c.ix, p, t, &c.ps);
     }
     if (check_layout(&c) != 0)
@@ -791,7 +984,7 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     int prc;
     prc = overlap_live_pairs(p, &c.ix, check_pair, &c);
     if (prc == 0 && !c.oc.total)
-        prc = overlap_segments(p, &c.ix, check_segment, &c);
+        prc = check_reuse_order(&c);
     if (prc != 0)
         goto out;
     if (stats_compute(p, &c.ix, &c.ps, &c.set, c.stats) != 0)

@@ -12,6 +12,7 @@ void access_index_free(access_index *ix)
     free(ix->hull);
     free(ix->must);
     free(ix->cond_ops_prefix);
+    free(ix->cond_ops);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -93,6 +94,14 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
         });
     }
     free(cursor);
+    cursor = NULL;
+    ix->cond_ops =
+        malloc((ix->cond_ops_prefix[no] ? ix->cond_ops_prefix[no] : 1) * sizeof *ix->cond_ops);
+    if (!ix->cond_ops)
+        goto fail;
+    for (uint32_t o = 0; o < no; o++)
+        if (p->ops[o].n_cond)
+            ix->cond_ops[ix->cond_ops_prefix[o]] = o;
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
      * whenever they could be, so the hull contains every path's lifetime). */
@@ -231,11 +240,13 @@ void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, in
         lo = 0;
     if (hi >= (int32_t)p->n_ops)
         hi = (int32_t)p->n_ops - 1;
-    if (lo > hi || ix->cond_ops_prefix[hi + 1] == ix->cond_ops_prefix[lo])
+    if (lo > hi)
         return;
-    for (int32_t o = lo; o <= hi; o++)
-        if (p->ops[o].n_cond)
-            if_set_add_op(s, p, (uint32_t)o);
+    for (uint32_t k = ix->cond_ops_prefix[lo]; k < ix->cond_ops_prefix[hi + 1]; k++) {
+        if (s->n >= IF_SET_SATURATED)
+            return;
+        if_set_add_op(s, p, ix->cond_ops[k]);
+    }
 }
 
 uint64_t if_set_paths(const if_set *s, const tlsan_plan *p)

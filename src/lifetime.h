@@ -47,6 +47,7 @@ typedef struct access_index {
                         conservatively: every loop it touches is assumed carried) */
     life *must;      /* per root: span of its unconditional accesses and flags */
     uint32_t *cond_ops_prefix; /* n_ops + 1: number of conditional ops before each step */
+    uint32_t *cond_ops;        /* the conditional ops in step order (cond_ops_prefix[n_ops]) */
 } access_index;
 
 /* Builds the index for a finalized plan. 0 on success, -1 when out of memory (the index is
@@ -80,7 +81,10 @@ void if_set_clear(if_set *s);
 void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op);
 /* Adds the ifs of the relevant (path-dependent) accesses of a root. */
 void if_set_add_root(if_set *s, const tlsan_plan *p, const access_index *ix, uint32_t root);
-/* Adds the ifs of every conditional op in steps lo..hi. */
+/* Adds the ifs of every conditional op in steps lo..hi, in step order, stopping once the
+ * set holds IF_SET_SATURATED ifs: the paths then number at least 2^64, more than any
+ * question enumerates, so the rest cannot change the answer and are not visited. */
+#define IF_SET_SATURATED 64
 void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, int32_t lo,
                       int32_t hi);
 /* Number of paths over the set, saturating at UINT64_MAX. */

@@ -16,10 +16,42 @@ void order_free(order_ctx *oc)
     free(oc->seq);
     free(oc->chain);
     free(oc->prev_write);
+    free(oc->breaks_prefix);
     memset(oc, 0, sizeof *oc);
 }
 
 static int build_clocks(order_ctx *oc);
+
+/* Which conditional ops can change the happens-before relation among the ops that run when
+ * they do not run. Under "sequential", a conditional op that synchronises nothing (no
+ * record, wait or sync), has no `after` and is no op's `after` target only lies on its
+ * stream's program order, which stays transitive without it: on every path the order among
+ * the ops that run is the order where every op runs, restricted to them. Any other
+ * conditional op, and under "dataflow" every one (a skipped write hands its readers to an
+ * older write), breaks that. */
+static int build_breaks(order_ctx *oc)
+{
+    const tlsan_plan *p = oc->plan;
+    size_t n = p->n_ops;
+    uint8_t *target = calloc(n ? n : 1, 1);
+    oc->breaks_prefix = malloc((n + 1) * sizeof *oc->breaks_prefix);
+    if (!target || !oc->breaks_prefix) {
+        free(target);
+        return -1;
+    }
+    for (size_t o = 0; o < n; o++)
+        for (uint32_t k = 0; k < p->ops[o].n_after; k++)
+            target[p->id_pool.v[p->ops[o].after_start + k]] = 1;
+    oc->breaks_prefix[0] = 0;
+    for (size_t o = 0; o < n; o++) {
+        const op_rec *r = &p->ops[o];
+        bool neutral = p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && r->sync == TLSAN_SYNC_NONE &&
+                       r->n_after == 0 && !target[o];
+        oc->breaks_prefix[o + 1] = oc->breaks_prefix[o] + (r->n_cond && !neutral ? 1 : 0);
+    }
+    free(target);
+    return 0;
+}
 
 int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
 {
@@ -70,7 +102,7 @@ int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
     free(last_of_stream);
     free(last_record_of_event);
     oc->gen = 1;
-    return build_clocks(oc) == 0 ? 0 : (order_free(oc), -1);
+    return build_breaks(oc) == 0 && build_clocks(oc) == 0 ? 0 : (order_free(oc), -1);
 }
 
 #define MAX_CLOCK_COUNTERS (1u << 24)
@@ -336,22 +368,27 @@ static void sequential_preds(walk *w, uint32_t x)
 static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                       uint32_t *bad_op);
 
-/* The clocks describe the graph where every op runs. A query whose steps lo..late_first hold
- * no conditional op has the same answer on every path: a happens-before path between two
- * ops never leaves the steps between them, and there every op and every edge is the same on
- * all paths (an edge from before lo cannot lead back to an op at or after lo). */
+/* The clocks describe the graph where every op runs. A happens-before path between two ops
+ * never leaves the steps between them (an edge from before lo cannot lead back to an op at
+ * or after lo), so when steps lo..late_first hold no conditional op that breaks the order
+ * (build_breaks()), the order among the ops of that range that run on a path is the clocks'
+ * order restricted to them, on every path. */
 static bool clocks_answer(const order_ctx *oc, uint32_t lo, uint32_t late_first)
 {
-    return oc->vc && oc->ix->cond_ops_prefix[late_first + 1] == oc->ix->cond_ops_prefix[lo];
+    return oc->vc && oc->breaks_prefix[late_first + 1] == oc->breaks_prefix[lo];
 }
 
-/* The clock query: every access of `early` before late_first happens before it. */
-static bool clocks_order(const order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op)
+/* The clock query: every access of `early` before late_first that runs on the path of ps
+ * (every one when ps is NULL: it must be ordered whenever it runs) happens before it. */
+static bool clocks_order(const order_ctx *oc, const path_state *ps, uint32_t early,
+                         uint32_t late_first, uint32_t *bad_op)
 {
     const access_index *ix = oc->ix;
     const uint32_t *v = oc->vc + (size_t)late_first * oc->width;
     for (uint32_t a = ix->start[early]; a < ix->start[early + 1] && ix->op[a] < late_first; a++) {
         uint32_t y = ix->op[a];
+        if (ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
+            continue;
         if (v[oc->chain[y]] < oc->seq[y]) {
             *bad_op = y;
             return false;
@@ -368,7 +405,7 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
     if (oc->total || a0 == a1)
         return true;
     if (clocks_answer(oc, ix->op[a0], late_first))
-        return clocks_order(oc, early, late_first, bad_op);
+        return clocks_order(oc, ps, early, late_first, bad_op);
     return walk_back(oc, ps, early, late_first, bad_op);
 }
 
@@ -434,18 +471,25 @@ bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, 
     if (oc->total || ix->start[early] == ix->start[early + 1])
         return true;
     if (clocks_answer(oc, ix->op[ix->start[early]], late_first))
-        return clocks_order(oc, early, late_first, bad_op);
+        return clocks_order(oc, NULL, early, late_first, bad_op);
     return walk_back(oc, NULL, early, late_first, bad_op);
 }
 
-bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first)
+bool order_clocks_total(const order_ctx *oc)
+{
+    return !oc->total && oc->vc && oc->breaks_prefix[oc->plan->n_ops] == 0;
+}
+
+uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain)
 {
     const access_index *ix = oc->ix;
-    uint32_t bad;
-    if (oc->total || ix->start[early] == ix->start[early + 1])
-        return true;
-    return clocks_answer(oc, ix->op[ix->start[early]], late_first) &&
-           clocks_order(oc, early, late_first, &bad);
+    uint32_t d = 0;
+    for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++) {
+        uint32_t y = ix->op[a];
+        if (oc->chain[y] == chain && oc->seq[y] > d)
+            d = oc->seq[y];
+    }
+    return d;
 }
 
 size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,

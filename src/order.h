@@ -16,7 +16,10 @@
  * dataflow chains built greedily (an op extends the chain of a direct predecessor that ends
  * that chain). One pass computes a clock of one counter per chain for every op; each query
  * then costs O(accesses of the earlier tenant). Used while n_ops x chains stays under 2^24
- * counters. */
+ * counters. In plans with branches they still answer a query when no conditional op in its
+ * step range synchronises (record, wait, sync, `after`; under dataflow any conditional
+ * op): skipping an op that only lies on its stream's program order leaves the order of the
+ * others unchanged. */
 #ifndef TLSAN_ORDER_H
 #define TLSAN_ORDER_H
 
@@ -42,7 +45,10 @@ typedef struct order_ctx {
      * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
     uint32_t *vc;
     uint32_t *seq;
-    uint32_t *chain;      /* per op: its chain (its stream, or a dataflow chain) */
+    uint32_t *chain; /* per op: its chain (its stream, or a dataflow chain) */
+    /* n_ops + 1: how many conditional ops before each step can change the order of the ops
+     * that run (see clocks_answer() in order.c) */
+    uint32_t *breaks_prefix;
     uint32_t width;       /* counters per clock */
     uint32_t *prev_write; /* dataflow: per access, the latest write of its root at or before it */
     uint32_t gen;
@@ -66,10 +72,18 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
  * reported as approximate). Used when a pair has too many paths to enumerate. */
 bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op);
 
-/* True when the clocks alone prove, for every path at once, that every access of `early`
- * happens before op `late_first` (no conditional op between them); false when they cannot
- * tell or the answer is no. Never walks the graph. */
-bool order_known_all_paths(const order_ctx *oc, uint32_t early, uint32_t late_first);
+/* Whether the clocks exist and hold for every path (no conditional op breaks them):
+ * then order_done() and order_clock() decide every query. */
+bool order_clocks_total(const order_ctx *oc);
+/* The position in chain `chain` of the latest access of `root` on that chain (0 when none):
+ * every access of root happens before op x iff for each chain order_done(root) <=
+ * order_clock(x). */
+uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain);
+/* How many ops of chain `chain` happen before or at op x. */
+static inline uint32_t order_clock(const order_ctx *oc, uint32_t x, uint32_t chain)
+{
+    return oc->vc[(size_t)x * oc->width + chain];
+}
 
 /* Every access of root `early` (op indices, ascending, on the path of `ps`; every path when
  * ps is NULL, as order_forces_all_paths() judges) that is not ordered before op

@@ -242,6 +242,41 @@ static size_t bound_index(const seg_bound *b, size_t n, uint32_t arena, uint64_t
     return lo;
 }
 
+/* The distinct start and end offsets of the roots, sorted by arena and offset. Planners
+ * place many tenants at the same few offsets, so the bounds are deduplicated by hashing
+ * before the sort: O(N + U log U) for U distinct bounds. NULL when out of memory. */
+static seg_bound *unique_bounds(const tlsan_plan *p, const uint32_t *roots, size_t n,
+                                size_t *nb_out)
+{
+    size_t n_slots = 16;
+    while (n_slots < 4 * n)
+        n_slots *= 2;
+    seg_bound *b = malloc((n ? 2 * n : 1) * sizeof *b);
+    uint32_t *slots = calloc(n_slots, sizeof *slots); /* index into b + 1; 0 = empty */
+    size_t nb = 0;
+    if (!b || !slots) {
+        free(b);
+        free(slots);
+        return NULL;
+    }
+    for (size_t i = 0; i < 2 * n; i++) {
+        const tensor_rec *t = &p->tensors[roots[i / 2]];
+        seg_bound x = {t->arena, i % 2 ? root_end(t) : t->offset_bytes};
+        uint64_t h = (x.at ^ ((uint64_t)x.arena << 48)) * 0x9e3779b97f4a7c15ull;
+        size_t k = (size_t)(h >> 20) & (n_slots - 1);
+        while (slots[k] && cmp_bound(&b[slots[k] - 1], &x) != 0)
+            k = (k + 1) & (n_slots - 1);
+        if (!slots[k]) {
+            b[nb++] = x;
+            slots[k] = (uint32_t)nb;
+        }
+    }
+    free(slots);
+    qsort(b, nb, sizeof *b, cmp_bound);
+    *nb_out = nb;
+    return b;
+}
+
 int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segment_fn fn, void *ctx)
 {
     int rc = -1;
@@ -252,20 +287,9 @@ int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segmen
     if (!roots)
         goto out;
     by_first = sort_by_step(p, roots, n, ix->hull, false);
-    b = malloc((n ? 2 * n : 1) * sizeof *b);
+    b = unique_bounds(p, roots, n, &nb);
     if (!by_first || !b)
         goto out;
-    for (size_t i = 0; i < n; i++) {
-        const tensor_rec *t = &p->tensors[roots[i]];
-        b[nb++] = (seg_bound){t->arena, t->offset_bytes};
-        b[nb++] = (seg_bound){t->arena, root_end(t)};
-    }
-    qsort(b, nb, sizeof *b, cmp_bound);
-    size_t u = 0;
-    for (size_t i = 0; i < nb; i++)
-        if (u == 0 || cmp_bound(&b[u - 1], &b[i]) != 0)
-            b[u++] = b[i];
-    nb = u;
     /* Segment k is [b[k].at, b[k+1].at) of one arena. Lay out each segment's roots
      * (count, then fill in first-step order so every list comes out sorted). */
     start = calloc(nb + 1, sizeof *start);
@@ -307,5 +331,100 @@ out:
     free(start);
     free(list);
     free(cursor);
+    return rc;
+}
+
+/* A range-max tree over segments: raise [lo, hi) to at least v, ask the largest over
+ * [lo, hi). A node's tag was raised over its whole range; mx is the largest in its subtree
+ * (its tag included), so nothing is ever pushed down. */
+typedef struct max_tree {
+    uint32_t *tag, *mx;
+    size_t size; /* leaves, a power of two */
+} max_tree;
+
+static void tree_raise(max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi,
+                       uint32_t v)
+{
+    if (hi <= nl || nr <= lo)
+        return;
+    if (t->mx[node] < v)
+        t->mx[node] = v;
+    if (lo <= nl && nr <= hi) {
+        if (t->tag[node] < v)
+            t->tag[node] = v;
+        return;
+    }
+    size_t mid = nl + (nr - nl) / 2;
+    tree_raise(t, 2 * node, nl, mid, lo, hi, v);
+    tree_raise(t, 2 * node + 1, mid, nr, lo, hi, v);
+}
+
+static uint32_t tree_max(const max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi)
+{
+    if (hi <= nl || nr <= lo)
+        return 0;
+    if (lo <= nl && nr <= hi)
+        return t->mx[node];
+    size_t mid = nl + (nr - nl) / 2;
+    uint32_t a = tree_max(t, 2 * node, nl, mid, lo, hi);
+    uint32_t b = tree_max(t, 2 * node + 1, mid, nr, lo, hi);
+    uint32_t m = a > b ? a : b;
+    return m > t->tag[node] ? m : t->tag[node];
+}
+
+int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_chains,
+                      overlap_counter_fn done, overlap_counter_fn bound, void *ctx, uint8_t *failed)
+{
+    int rc = -1;
+    size_t n = 0, nb = 0;
+    uint32_t *roots = participants(p, ix, &n);
+    uint32_t *by_first = NULL, *by_last = NULL, *seg = NULL;
+    seg_bound *b = NULL;
+    max_tree t = {NULL, NULL, 1};
+    if (!roots)
+        goto out;
+    by_first = sort_by_step(p, roots, n, ix->hull, false);
+    by_last = sort_by_step(p, roots, n, ix->hull, true);
+    b = unique_bounds(p, roots, n, &nb);
+    seg = malloc((p->n_tensors ? 2 * p->n_tensors : 1) * sizeof *seg); /* per root: s0, s1 */
+    if (!by_first || !by_last || !b || !seg)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const tensor_rec *r = &p->tensors[roots[i]];
+        seg[2 * roots[i]] = (uint32_t)bound_index(b, nb, r->arena, r->offset_bytes);
+        seg[2 * roots[i] + 1] = (uint32_t)bound_index(b, nb, r->arena, root_end(r));
+    }
+    while (t.size < nb)
+        t.size *= 2;
+    t.tag = malloc(2 * t.size * sizeof *t.tag);
+    t.mx = malloc(2 * t.size * sizeof *t.mx);
+    if (!t.tag || !t.mx)
+        goto out;
+    for (uint32_t chain = 0; chain < n_chains; chain++) {
+        memset(t.tag, 0, 2 * t.size * sizeof *t.tag);
+        memset(t.mx, 0, 2 * t.size * sizeof *t.mx);
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t l = by_first[i];
+            int32_t first = ix->hull[l].first;
+            for (; j < n && ix->hull[by_last[j]].last < first; j++) {
+                uint32_t e = by_last[j], v = done(ctx, e, chain);
+                if (v)
+                    tree_raise(&t, 1, 0, t.size, seg[2 * e], seg[2 * e + 1], v);
+            }
+            if (!failed[l] &&
+                tree_max(&t, 1, 0, t.size, seg[2 * l], seg[2 * l + 1]) > bound(ctx, l, chain))
+                failed[l] = 1;
+        }
+    }
+    rc = 0;
+out:
+    free(roots);
+    free(by_first);
+    free(by_last);
+    free(b);
+    free(seg);
+    free(t.tag);
+    free(t.mx);
     return rc;
 }

@@ -35,6 +35,19 @@ typedef int (*overlap_segment_fn)(void *ctx, uint64_t start, const uint32_t *roo
  * four times the pairs that share bytes, and about N for planner-made layouts. */
 int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segment_fn fn, void *ctx);
 
+/* A counter of a root for one chain (overlap_max_sweep()). */
+typedef uint32_t (*overlap_counter_fn)(void *ctx, uint32_t root, uint32_t chain);
+
+/* For each chain 0..n_chains-1, sweeps the roots in first-step order: once root e's hull
+ * has ended before root l's first step, done(e, chain) is raised into e's bytes, and l is
+ * marked in `failed` (one byte per tensor, zeroed by the caller) when the largest value
+ * raised over any of l's bytes exceeds bound(l, chain). The values over the bytes are a
+ * range-max segment tree over the elementary byte segments: O(n_chains N log N). Returns 0,
+ * or -1 when out of memory. */
+int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_chains,
+                      overlap_counter_fn done, overlap_counter_fn bound, void *ctx,
+                      uint8_t *failed);
+
 /* Bytes [start, end) of a root in its arena, end saturated at UINT64_MAX. */
 static inline uint64_t root_end(const tensor_rec *t)
 {

@@ -1,14 +1,35 @@
 /* strtab: interned strings. Every name in a plan (arenas, tensors, ops, streams, events,
  * ifs, arms, loops, memory kinds, stack frames) is stored once and referred to by a dense
- * 32-bit id, so plan records stay small and name lookups become array lookups. */
+ * 32-bit id, so plan records stay small and name lookups become array lookups.
+ *
+ * Planners name things PREFIX + number + SUFFIX ("t0" .. "t999999", "conv_12", "t5_v2",
+ * "blk.12.attn_q"), and a plan refers to them in about the order they were made. Such a name
+ * (its longest run of digits, the last of equally long ones, a canonical decimal number of
+ * at most 9 digits; prefix and suffix of at most STRTAB_PREFIX_BYTES bytes each) is found
+ * through its (prefix, suffix) pair (one of at most STRTAB_PREFIXES, scanned) in a dense
+ * array indexed by the number: no hash, no string comparison, and neighbouring names sit in
+ * neighbouring entries, where a hash table would miss the cache on every lookup. The other
+ * names, and numbers too sparse for an array, go to an XXH3 hash table. */
 #ifndef TLSAN_STRTAB_H
 #define TLSAN_STRTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #define STRTAB_NONE UINT32_MAX
+
+#define STRTAB_PREFIXES     64
+#define STRTAB_PREFIX_BYTES 32
+
+typedef struct strtab_prefix {
+    char text[STRTAB_PREFIX_BYTES], suffix[STRTAB_PREFIX_BYTES];
+    uint32_t len, suffix_len;
+    uint32_t cap;    /* entries of dense */
+    uint32_t *dense; /* number -> id + 1; 0 = none */
+    bool mixed;      /* a name of this prefix lives in the hash table (number too large) */
+} strtab_prefix;
 
 typedef struct strtab {
     char *chars;      /* all strings, each NUL-terminated */
@@ -17,21 +38,21 @@ typedef struct strtab {
     uint32_t *offsets; /* id -> offset in chars: all names share one block of at most 4 GiB */
     uint32_t n;        /* number of ids */
     uint32_t cap;
-    uint64_t *slots; /* open addressing: (hash >> 32) << 32 | (id + 1); 0 = empty. The
-                        stored hash bits spare most probes a visit to the strings. */
-    size_t n_slots;  /* power of two */
+    uint64_t *slots;  /* open addressing: (hash >> 32) << 32 | (id + 1); 0 = empty. The
+                         stored hash bits spare most probes a visit to the strings. */
+    size_t n_slots;   /* power of two */
+    uint32_t *hashed; /* the ids in the hash table (for rehashing) */
+    uint32_t n_hashed, cap_hashed;
+    strtab_prefix *prefixes;
+    uint32_t n_prefixes;
+    uint32_t last_prefix; /* the prefix of the latest dense lookup: tried first */
+    size_t dense_entries; /* total cap of all dense arrays, bounded by the number of ids */
 } strtab;
 
-/* FNV-1a over len bytes: names are short, so a simple byte hash is as fast as any. */
-static inline uint64_t strtab_hash(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+/* XXH3 (64 bits) of len bytes. Planners' names are often sequential ("t0" .. "t999999");
+ * a byte-at-a-time hash such as FNV-1a leaves those in runs of neighbouring low bits, so
+ * probes grew long; XXH3 spreads them evenly and is faster on short keys as well. */
+uint64_t strtab_hash(const char *s, size_t len);
 
 void strtab_init(strtab *t);
 void strtab_free(strtab *t);

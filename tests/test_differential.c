@@ -6,13 +6,14 @@
  * flags, conditions ... while the disagreement of the same kind remains) and prints the
  * smallest plan found as plan JSON, ready to become a case.
  *
- * Four sweeps (every feature; longer plans; order rules without layout or branches; many
- * conditionals), each
+ * Five sweeps (every feature; longer plans; order rules without layout or branches; many
+ * conditionals; the benchmark's plan shapes, tests/support/shapeplan.c), each
  * over seeds 1..5000, or 1..N with TLSAN_DIFF_SEEDS=N. A fourth writes half as many plans as
  * JSON (brute's own writer and tlsan_plan_write) and reads them back with tlsan_read_buffer:
  * brute force must find the same on both. */
 #include "support/brute.h"
 #include "support/randplan.h"
+#include "support/shapeplan.h"
 
 #include "plan.h"
 #include "tlsan/check.h"
@@ -476,12 +477,22 @@ out:
 /* ---- the test ---- */
 
 /* Runs seeds 1..n_seeds with the given options; returns the number of disagreements. */
-static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned long n_seeds)
+/* The plan of a seed: from randplan with opt, or from shapeplan when shape >= 0. */
+static tlsan_plan *make_plan(uint64_t seed, const randplan_opts *opt, int shape, char *why,
+                             size_t why_bytes)
+{
+    if (shape >= 0)
+        return shapeplan_make(seed, (shapeplan_kind)shape, why, why_bytes);
+    return randplan_make(seed, opt, why, why_bytes);
+}
+
+static unsigned long sweep_of(const char *label, const randplan_opts *opt, int shape,
+                              unsigned long n_seeds)
 {
     unsigned long disagreements = 0;
     for (unsigned long seed = 1; seed <= n_seeds; seed++) {
         char why[512] = "";
-        tlsan_plan *p = randplan_make(seed, opt, why, sizeof why);
+        tlsan_plan *p = make_plan(seed, opt, shape, why, sizeof why);
         if (!p) {
             fprintf(stderr, "%s seed %lu: the generator made an invalid plan: %s\n", label, seed,
                     why);
@@ -520,6 +531,27 @@ static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned
     }
     fprintf(stderr, "%s: %lu random plans, %lu disagreements\n", label, n_seeds, disagreements);
     return disagreements;
+}
+
+static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned long n_seeds)
+{
+    return sweep_of(label, opt, -1, n_seeds);
+}
+
+static unsigned long n_seeds(void);
+
+/* The benchmark's shapes at small sizes (tests/support/shapeplan.c): many tenants per byte
+ * on a ring of streams, conditional tenants and synchronisation, dataflow chains over reused
+ * slots, chains of views; each with dropped waits, broken chains and stray reads. */
+static void test_random_shape_plans(void **state)
+{
+    (void)state;
+    static const char *const labels[] = {"shape streams", "shape branchy", "shape dataflow",
+                                         "shape views"};
+    unsigned long bad = 0;
+    for (int k = SHAPEPLAN_STREAMS; k <= SHAPEPLAN_VIEWS; k++)
+        bad += sweep_of(labels[k], NULL, k, n_seeds());
+    assert_int_equal(bad, 0);
 }
 
 static unsigned long n_seeds(void)
@@ -692,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_random_long_plans),
         cmocka_unit_test(test_random_order_plans),
         cmocka_unit_test(test_random_branchy_plans),
+        cmocka_unit_test(test_random_shape_plans),
         cmocka_unit_test(test_random_roundtrip),
         cmocka_unit_test(test_union_of_paths_is_conservative),
     };

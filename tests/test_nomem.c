@@ -165,7 +165,8 @@ static tlsan_status build(tlsan_plan **out)
     }
     for (int i = 0; st == TLSAN_OK && i < 39; i++) {
         char name[16], rn[16], wn[16];
-        snprintf(name, sizeof name, "op%d", i);
+        /* names without a number, so that the string table's hash table is built too */
+        snprintf(name, sizeof name, "op_%c%c", 'a' + i / 26, 'a' + i % 26);
         snprintf(rn, sizeof rn, "t%d", i);
         snprintf(wn, sizeof wn, "t%d", i + 1);
         const char *rd[] = {rn}, *wr[] = {wn};

@@ -1,0 +1,225 @@
+/* shapeplan: the generator of shapeplan.h. */
+#include "support/shapeplan.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STAGES 8
+#define MAX_PER    3 /* compute ops (and tensors) per stage */
+#define MAX_T      (MAX_STAGES * (MAX_PER + 1))
+#define MAX_NAMES  512 /* tensors, views (3 per tensor), ops, ifs */
+#define SLOT       256u
+
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static unsigned below(uint64_t *s, unsigned n)
+{
+    return (unsigned)(next(s) % n);
+}
+
+static bool chance(uint64_t *s, unsigned pct)
+{
+    return below(s, 100) < pct;
+}
+
+typedef struct gen {
+    tlsan_plan *p;
+    tlsan_error err;
+    char names[MAX_NAMES][16];
+    size_t n_names;
+    unsigned n_ops;
+} gen;
+
+static const char *name(gen *g, const char *fmt, unsigned k)
+{
+    char *n = g->names[g->n_names++];
+    snprintf(n, sizeof g->names[0], fmt, k);
+    return n;
+}
+
+static bool add_op(gen *g, tlsan_op_desc *d)
+{
+    d->name = name(g, "o%u", g->n_ops++);
+    return tlsan_plan_add_op(g->p, d, &g->err) == TLSAN_OK;
+}
+
+tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t why_bytes)
+{
+    static const char *const streams[3] = {"s0", "s1", "s2"};
+    static const char *const events[3] = {"e0", "e1", "e2"};
+    static const char *const arms[2] = {"then", "else"};
+    uint64_t st = seed ^ 0x5a4e9e71a11ull;
+    uint64_t *s = &st;
+    gen *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->p = tlsan_plan_create();
+    if (!g->p)
+        goto fail;
+    bool dataflow = kind == SHAPEPLAN_DATAFLOW, branchy = kind == SHAPEPLAN_BRANCHY;
+    bool views = kind == SHAPEPLAN_VIEWS;
+    unsigned n_streams = dataflow ? 1 : 1 + below(s, 3);
+    unsigned n_stages = 2 + below(s, MAX_STAGES - 1);
+    unsigned per = 1 + below(s, MAX_PER);
+    unsigned n_ifs = branchy ? 1 + below(s, 4) : 0;
+    if (dataflow && tlsan_plan_set_schedule(g->p, TLSAN_SCHEDULE_DATAFLOW) != TLSAN_OK)
+        goto fail;
+    tlsan_arena_desc a = {"pool", 2 * 3 * SLOT, 64, NULL};
+    if (tlsan_plan_add_arena(g->p, &a, &g->err) != TLSAN_OK)
+        goto fail;
+
+    /* Tensors: stage k's i-th in slot 2*stream + i%2 (dataflow: one of 3 slots), sizes and
+     * offsets varying within the slot so that tenants share some segments only. A branchy
+     * stage may have a scratch tensor y in its first slot. */
+    const char *tn[MAX_STAGES][MAX_PER + 1]; /* [k][per] is the scratch tensor */
+    const char *rd[MAX_STAGES][MAX_PER + 1]; /* the name an op reads it by (a view or it) */
+    int cond_if[MAX_STAGES];
+    for (unsigned k = 0; k < n_stages; k++) {
+        unsigned j = k % n_streams;
+        cond_if[k] = n_ifs && chance(s, 50) ? (int)below(s, n_ifs) : -1;
+        for (unsigned i = 0; i <= per; i++) {
+            if (i == per && cond_if[k] < 0) {
+                tn[k][i] = NULL;
+                continue;
+            }
+            unsigned slot = dataflow ? below(s, 3) : 2 * j + (i == per ? 0 : i % 2);
+            tlsan_tensor_desc d = {0};
+            d.name = tn[k][i] = name(g, i == per ? "y%u" : "t%u", k * (MAX_PER + 1) + i);
+            d.arena = "pool";
+            d.offset_bytes = slot * SLOT + (chance(s, 20) ? 64 : 0);
+            d.bytes = 64u * (1 + below(s, (unsigned)(SLOT - d.offset_bytes % SLOT) / 64));
+            if (chance(s, 3))
+                d.flags = TLSAN_TENSOR_OUTPUT;
+            if (tlsan_plan_add_tensor(g->p, &d, &g->err) != TLSAN_OK)
+                goto fail;
+            rd[k][i] = tn[k][i];
+            /* views: a chain of up to three (reshape, permute, slice) read instead */
+            for (unsigned v = 0, nv = views ? below(s, 4) : 0; v < nv; v++) {
+                tlsan_tensor_desc w = {0};
+                w.name = name(g, "v%u", (unsigned)g->n_names);
+                w.view_of = rd[k][i];
+                w.bytes = d.bytes;
+                if (v == 2 && d.bytes > 64 && chance(s, 50)) {
+                    w.view_offset_bytes = 64;
+                    w.bytes -= 64;
+                }
+                if (tlsan_plan_add_tensor(g->p, &w, &g->err) != TLSAN_OK)
+                    goto fail;
+                rd[k][i] = w.name;
+                d.bytes = w.bytes;
+            }
+        }
+    }
+
+    /* Ops. Stage k on stream k % n_streams: wait for the previous stage's event (sometimes
+     * dropped), a chain of `per` ops, the first reading the previous stage's last tensor,
+     * a record. */
+    for (unsigned k = 0; k < n_stages; k++) {
+        unsigned j = k % n_streams, jp = (k + n_streams - 1) % n_streams;
+        tlsan_cond cond[2];
+        if (k > 0 && n_streams > 1 && !chance(s, 20)) {
+            tlsan_op_desc d = {0};
+            d.stream = streams[j];
+            d.sync = TLSAN_SYNC_WAIT;
+            d.event = events[jp];
+            if (branchy && chance(s, 10)) { /* a wait on one arm only */
+                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+                d.branch = cond;
+                d.n_branch = 1;
+            }
+            if (!add_op(g, &d))
+                goto fail;
+        }
+        for (unsigned i = 0; i < per; i++) {
+            tlsan_op_desc d = {0};
+            const char *reads[3], *writes[1], *after[1];
+            d.stream = n_streams > 1 ? streams[j] : NULL;
+            if (i > 0)
+                reads[d.n_reads++] = rd[k][i - 1];
+            else if (k > 0 && (!dataflow || !chance(s, 15))) /* dataflow: the chain may break */
+                reads[d.n_reads++] = rd[k - 1][per - 1];
+            if (k > 0 && chance(s, 10)) { /* a stray read of an older tensor */
+                const char *t = rd[below(s, k)][below(s, per)];
+                if (d.n_reads == 0 || strcmp(reads[0], t) != 0)
+                    reads[d.n_reads++] = t;
+            }
+            writes[d.n_writes++] = tn[k][i];
+            d.reads = reads;
+            d.writes = writes;
+            if (g->n_ops > 0 && chance(s, 5)) { /* an explicit order edge */
+                after[0] = name(g, "o%u", below(s, g->n_ops));
+                d.after = after;
+                d.n_after = 1;
+            }
+            if (branchy && chance(s, 8)) {
+                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+                d.branch = cond;
+                d.n_branch = 1;
+            }
+            if (!add_op(g, &d))
+                goto fail;
+            if (i == 0 && cond_if[k] >= 0) {
+                /* then: a scratch tenant written and read; else: the previous stage's
+                 * last tensor read once more (a conditional last access) */
+                const char *c = name(g, "c%u", (unsigned)cond_if[k]);
+                tlsan_op_desc x = {0}, y = {0}, z = {0};
+                const char *xr[1] = {rd[k][0]}, *xw[1] = {tn[k][per]};
+                const char *yr[1] = {rd[k][per]}, *yw[1] = {tn[k][0]};
+                tlsan_cond then_c = {c, "then"}, else_c = {c, "else"};
+                x.stream = y.stream = z.stream = d.stream;
+                x.reads = xr, x.n_reads = 1, x.writes = xw, x.n_writes = 1;
+                x.branch = &then_c, x.n_branch = 1;
+                y.reads = yr, y.n_reads = 1, y.writes = yw, y.n_writes = 1;
+                y.branch = &then_c, y.n_branch = 1;
+                if (!add_op(g, &x) || !add_op(g, &y))
+                    goto fail;
+                if (k > 0) {
+                    const char *zr[1] = {rd[k - 1][per - 1]};
+                    z.reads = zr, z.n_reads = 1;
+                    z.branch = &else_c, z.n_branch = 1;
+                    if (!add_op(g, &z))
+                        goto fail;
+                }
+            }
+        }
+        if (n_streams > 1 || (dataflow && chance(s, 10))) {
+            tlsan_op_desc d = {0};
+            d.stream = n_streams > 1 ? streams[j] : NULL;
+            if (dataflow || chance(s, 5)) {
+                d.sync = TLSAN_SYNC_ALL;
+            } else {
+                d.sync = TLSAN_SYNC_RECORD;
+                d.event = events[j];
+            }
+            if (branchy && chance(s, 10)) { /* a record on one arm only */
+                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+                d.branch = cond;
+                d.n_branch = 1;
+            }
+            if (!add_op(g, &d))
+                goto fail;
+        }
+    }
+    if (tlsan_plan_finalize(g->p, &g->err) != TLSAN_OK)
+        goto fail;
+    tlsan_plan *p = g->p;
+    free(g);
+    return p;
+fail:
+    if (g && why && why_bytes) {
+        char buf[1024];
+        snprintf(why, why_bytes, "%s", tlsan_error_format(&g->err, buf, sizeof buf));
+    }
+    if (g)
+        tlsan_plan_free(g->p);
+    free(g);
+    return NULL;
+}
