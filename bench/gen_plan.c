@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "gen_shapes.h"
+#include "support/splitmix.h"
 
 #define ALIGN_BYTES     64
 #define RECENT_WINDOW   6   /* ops read from the last few tensors produced... */
@@ -98,24 +99,10 @@ typedef struct gen {
     uint32_t n_acts, n_weights;
 } gen;
 
-static uint64_t rng_next(uint64_t *state)
-{
-    /* splitmix64: tiny, good enough for test data, reproducible from the seed */
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(uint64_t *state, uint64_t n)
-{
-    return rng_next(state) % n;
-}
-
 /* true with probability per_mille / 1000 */
 static bool rng_chance(uint64_t *state, unsigned per_mille)
 {
-    return rng_below(state, 1000) < per_mille;
+    return splitmix_below(state, 1000) < per_mille;
 }
 
 static unsigned pick_shape(uint64_t *state, const shape_def *defs, size_t n)
@@ -123,7 +110,7 @@ static unsigned pick_shape(uint64_t *state, const shape_def *defs, size_t n)
     unsigned total = 0;
     for (size_t i = 0; i < n; i++)
         total += defs[i].weight;
-    unsigned r = (unsigned)rng_below(state, total);
+    unsigned r = (unsigned)splitmix_below(state, total);
     for (size_t i = 0; i < n; i++) {
         if (r < defs[i].weight)
             return (unsigned)i;
@@ -214,7 +201,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
 
         /* 1-3 distinct recent tensors */
         size_t window = n_produced < RECENT_WINDOW ? n_produced : RECENT_WINDOW;
-        unsigned want = 1 + (unsigned)rng_below(&g->rng, g->shape == SHAPE_SEQ ? 2 : 3);
+        unsigned want = 1 + (unsigned)splitmix_below(&g->rng, g->shape == SHAPE_SEQ ? 2 : 3);
         if (want > window)
             want = (unsigned)window;
         /* dataflow: the previous op's output first, so every op depends on the one before
@@ -222,7 +209,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
         if (g->shape == SHAPE_DATAFLOW && want > 0)
             o->reads[o->n_reads++] = produced[n_produced - 1];
         while (o->n_reads < want) {
-            uint32_t h = produced[n_produced - 1 - rng_below(&g->rng, window)];
+            uint32_t h = produced[n_produced - 1 - splitmix_below(&g->rng, window)];
             bool dup = false;
             for (unsigned i = 0; i < o->n_reads; i++)
                 dup |= H_ROOT(o->reads[i]) == H_ROOT(h);
@@ -234,7 +221,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
             size_t span = n_produced - RECENT_WINDOW;
             if (span > RESIDUAL_WINDOW)
                 span = RESIDUAL_WINDOW;
-            uint32_t h = produced[n_produced - 1 - RECENT_WINDOW - rng_below(&g->rng, span)];
+            uint32_t h = produced[n_produced - 1 - RECENT_WINDOW - splitmix_below(&g->rng, span)];
             bool dup = false;
             for (unsigned i = 0; i < o->n_reads; i++)
                 dup |= H_ROOT(o->reads[i]) == H_ROOT(h);
@@ -260,13 +247,13 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
              * permute and a reshape of the reshape on most tensors */
             if (g->shape == SHAPE_VIEWS ? rng_chance(&g->rng, 700)
                                         : g->shape != SHAPE_SEQ && rng_chance(&g->rng, 30)) {
-                r->n_views = g->shape == SHAPE_VIEWS ? 1 + (uint8_t)rng_below(&g->rng, 3) : 1;
+                r->n_views = g->shape == SHAPE_VIEWS ? 1 + (uint8_t)splitmix_below(&g->rng, 3) : 1;
                 h = H_MAKE(ri, r->n_views);
             }
             o->writes[o->n_writes++] = H_MAKE(ri, 0);
             produced[n_produced++] = h;
             /* a few extra graph outputs (e.g. a KV cache handed back) */
-            if (rng_below(&g->rng, 10000) == 0)
+            if (splitmix_below(&g->rng, 10000) == 0)
                 r->flags |= ROOT_OUTPUT;
         }
         remaining -= n_out;
@@ -283,7 +270,7 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
         } else if (g->n_weights > 0 && rng_chance(&g->rng, 50)) {
             /* find a random existing weight by probing; roots are a mix of both kinds */
             for (int tries = 0; tries < 16; tries++) {
-                size_t ri = (size_t)rng_below(&g->rng, g->n_roots);
+                size_t ri = (size_t)splitmix_below(&g->rng, g->n_roots);
                 if (g->roots[ri].kind == KIND_WEIGHT) {
                     o->reads[o->n_reads++] = H_MAKE(ri, 0);
                     break;
@@ -295,13 +282,13 @@ static bool build_graph(gen *g, uint64_t n_roots_wanted)
             o->n_reads > 0 && g->roots[H_ROOT(o->reads[o->n_reads - 1])].kind == KIND_WEIGHT;
         unsigned n_act = o->n_reads - (has_weight ? 1 : 0);
         if (has_weight)
-            o->type = (uint8_t)(rng_below(&g->rng, 3)); /* linear, conv, layernorm */
+            o->type = (uint8_t)(splitmix_below(&g->rng, 3)); /* linear, conv, layernorm */
         else if (n_act <= 1)
-            o->type = (uint8_t)(3 + rng_below(&g->rng, 2)); /* gelu, softmax */
+            o->type = (uint8_t)(3 + splitmix_below(&g->rng, 2)); /* gelu, softmax */
         else if (n_act == 2)
-            o->type = (uint8_t)(5 + rng_below(&g->rng, 3)); /* add, mul, matmul */
+            o->type = (uint8_t)(5 + splitmix_below(&g->rng, 3)); /* add, mul, matmul */
         else
-            o->type = (uint8_t)(8 + rng_below(&g->rng, 2)); /* attention, concat */
+            o->type = (uint8_t)(8 + splitmix_below(&g->rng, 2)); /* attention, concat */
     }
 
     /* The last tensor produced is the graph's output. */
@@ -523,7 +510,7 @@ static bool inject(gen *g, uint64_t k, uint64_t *act_bytes, pair **pairs_out, si
     if (!moved || !is_moved)
         goto cleanup;
     for (uint64_t attempt = 0; n_moved < k && attempt < 100 * (k + 1); attempt++) {
-        uint32_t t = (uint32_t)rng_below(&g->rng, g->n_roots);
+        uint32_t t = (uint32_t)splitmix_below(&g->rng, g->n_roots);
         root *rt = &g->roots[t];
         if (rt->kind != KIND_ACT || (rt->flags & (ROOT_INPUT | ROOT_OUTPUT)) || is_moved[t])
             continue;
@@ -534,7 +521,7 @@ static bool inject(gen *g, uint64_t k, uint64_t *act_bytes, pair **pairs_out, si
             const root *ru = &g->roots[u];
             if (u == t || ru->kind != KIND_ACT || !lifetimes_meet(rt, ru) || bytes_meet(rt, ru))
                 continue;
-            if (rng_below(&g->rng, ++seen) == 0)
+            if (splitmix_below(&g->rng, ++seen) == 0)
                 chosen = (uint32_t)u;
         }
         if (chosen == UINT32_MAX)

@@ -27,17 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "support/splitmix.h"
 
 #define N_STREAMS  3
 #define SLOT_BYTES 256u
-
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* x<i> (i = 1..4) of stage s is tensor t<4s + i - 1>; y of stage s is y<s>. */
 static uint64_t xid(uint64_t stage, unsigned i)
@@ -73,15 +66,15 @@ int gen_streams_write(const char *out_path, const char *expected_path, uint64_t 
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
     for (uint64_t s = 0; s < n_stages; s++) {
-        has_if[s] = branchy && rng_next(&rng) % 10 < 3 && s + 1 < n_stages;
+        has_if[s] = branchy && splitmix_next(&rng) % 10 < 3 && s + 1 < n_stages;
         for (unsigned i = 0; i < 4; i++)
-            size_of[4 * s + i] = (uint8_t)(rng_next(&rng) % 4);
+            size_of[4 * s + i] = (uint8_t)(splitmix_next(&rng) % 4);
     }
     /* Dropped waits: runs 1 .. n_runs-2, at least two runs apart. */
     uint64_t n_dropped = 0;
     for (uint64_t tries = 0; n_dropped < k_drop && n_runs >= 4 && tries < 100 * (k_drop + 1);
          tries++) {
-        uint64_t r = 1 + rng_next(&rng) % (n_runs - 2), j = rng_next(&rng) % N_STREAMS;
+        uint64_t r = 1 + splitmix_next(&rng) % (n_runs - 2), j = splitmix_next(&rng) % N_STREAMS;
         uint64_t s = r * N_STREAMS + j;
         bool near = false;
         for (uint64_t d = s >= 2 * N_STREAMS ? s - 2 * N_STREAMS : 0;

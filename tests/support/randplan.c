@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include "splitmix.h"
 
 #define MAX_ROOTS   8
 #define MAX_VIEWS   4
@@ -11,27 +12,6 @@
 #define MAX_OPS     16
 #define MAX_IFS     6
 #define SLOT_BYTES  64
-
-/* splitmix64: tiny, good enough, and the state lives in the caller. */
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in 0..n-1 (n > 0). The modulo bias is irrelevant here. */
-static unsigned below(uint64_t *s, unsigned n)
-{
-    return (unsigned)(next(s) % n);
-}
-
-/* True with probability pct/100. */
-static bool chance(uint64_t *s, unsigned pct)
-{
-    return below(s, 100) < pct;
-}
 
 static const char *const root_names[MAX_ROOTS] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
 static const char *const view_names[MAX_VIEWS] = {"v0", "v1", "v2", "v3"};
@@ -67,9 +47,9 @@ static tlsan_plan *refuse(tlsan_plan *p, const tlsan_error *err, char *why, size
 /* Draws up to `max` distinct tensors of the table into out; returns how many. */
 static size_t pick_tensors(uint64_t *s, size_t n_tensors, size_t max, int *out)
 {
-    size_t want = below(s, (unsigned)max + 1), got = 0;
+    size_t want = (unsigned)splitmix_below(s, (unsigned)max + 1), got = 0;
     for (size_t tries = 0; got < want && tries < 8; tries++) {
-        int t = (int)below(s, (unsigned)n_tensors);
+        int t = (int)(unsigned)splitmix_below(s, (unsigned)n_tensors);
         bool dup = false;
         for (size_t i = 0; i < got; i++)
             dup = dup || out[i] == t;
@@ -107,24 +87,24 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
     if (!p)
         return NULL;
 
-    unsigned n_ops = 2 + below(s, max_ops - 1);
-    bool dataflow = !(o.disable & RANDPLAN_NO_DATAFLOW) && chance(s, 25);
+    unsigned n_ops = 2 + (unsigned)splitmix_below(s, max_ops - 1);
+    bool dataflow = !(o.disable & RANDPLAN_NO_DATAFLOW) && splitmix_chance(s, 25);
     if (dataflow && tlsan_plan_set_schedule(p, TLSAN_SCHEDULE_DATAFLOW) != TLSAN_OK)
         return refuse(p, &err, why, why_bytes);
 
     /* Arenas: a few 64-byte slots each, so roots land on each other often. */
-    unsigned n_arenas = 1 + below(s, 2);
-    unsigned n_slots = 2 + below(s, 3);
+    unsigned n_arenas = 1 + (unsigned)splitmix_below(s, 2);
+    unsigned n_slots = 2 + (unsigned)splitmix_below(s, 3);
     uint64_t arena_bytes[2];
     for (unsigned a = 0; a < n_arenas; a++) {
         static const uint64_t aligns[3] = {1, 16, 64};
         tlsan_arena_desc d = {0};
         d.name = a == 0 ? "a0" : "a1";
         d.bytes = (uint64_t)n_slots * SLOT_BYTES;
-        if (layout && chance(s, 10))
+        if (layout && splitmix_chance(s, 10))
             d.bytes -= SLOT_BYTES / 2; /* the last slot sticks out */
-        d.alignment_bytes = aligns[below(s, 3)];
-        d.memory = layout && chance(s, 15) ? memory_names[1] : NULL;
+        d.alignment_bytes = aligns[(unsigned)splitmix_below(s, 3)];
+        d.memory = layout && splitmix_chance(s, 15) ? memory_names[1] : NULL;
         arena_bytes[a] = d.bytes;
         if (tlsan_plan_add_arena(p, &d, &err) != TLSAN_OK)
             return refuse(p, &err, why, why_bytes);
@@ -137,21 +117,22 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
     /* Two tensors of different roots on exactly the same bytes of one arena. */
     bool same_place[MAX_TENSORS][MAX_TENSORS];
     size_t n_tensors = 0;
-    unsigned n_roots = 2 + below(s, max_roots - 1);
-    unsigned n_views = (o.disable & RANDPLAN_NO_VIEWS) ? 0 : below(s, MAX_VIEWS + 1);
+    unsigned n_roots = 2 + (unsigned)splitmix_below(s, max_roots - 1);
+    unsigned n_views =
+        (o.disable & RANDPLAN_NO_VIEWS) ? 0 : (unsigned)splitmix_below(s, MAX_VIEWS + 1);
     for (unsigned i = 0; i < n_roots + n_views; i++) {
         static const uint64_t sizes[6] = {64, 64, 64, 128, 32, 0};
         tlsan_tensor_desc d = {0};
         gen_tensor g = {0};
         if (i < n_roots) {
             g.name = d.name = root_names[i];
-            g.arena = (int)below(s, n_arenas);
+            g.arena = (int)(unsigned)splitmix_below(s, n_arenas);
             g.base = -1;
             d.arena = g.arena == 0 ? "a0" : "a1";
-            d.offset_bytes = (uint64_t)below(s, n_slots) * SLOT_BYTES;
-            if (layout && chance(s, 5))
+            d.offset_bytes = (uint64_t)(unsigned)splitmix_below(s, n_slots) * SLOT_BYTES;
+            if (layout && splitmix_chance(s, 5))
                 d.offset_bytes += 8; /* misaligned for 16 and 64 */
-            d.bytes = sizes[below(s, layout ? 6 : 5)];
+            d.bytes = sizes[(unsigned)splitmix_below(s, layout ? 6 : 5)];
             if (!layout && d.bytes == 0)
                 d.bytes = 64;
             if (!layout && d.offset_bytes + d.bytes > (uint64_t)n_slots * SLOT_BYTES)
@@ -160,7 +141,7 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
             /* A base that is a root or a view of a root, so chains stay at most 2 deep. */
             int base;
             do
-                base = (int)below(s, (unsigned)n_tensors);
+                base = (int)(unsigned)splitmix_below(s, (unsigned)n_tensors);
             while (tens[base].depth >= 2);
             g.name = d.name = view_names[i - n_roots];
             g.arena = -1;
@@ -168,42 +149,42 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
             g.depth = tens[base].depth + 1;
             d.view_of = tens[base].name;
             uint64_t bb = tens[base].bytes;
-            d.view_offset_bytes = chance(s, 30) ? bb / 2 : 0;
+            d.view_offset_bytes = splitmix_chance(s, 30) ? bb / 2 : 0;
             d.bytes = bb - d.view_offset_bytes;
-            if (chance(s, 30))
+            if (splitmix_chance(s, 30))
                 d.bytes /= 2;
-            if (layout && chance(s, 5))
+            if (layout && splitmix_chance(s, 5))
                 d.bytes += 16; /* sticks out of its base */
         }
         g.bytes = d.bytes;
         unsigned fl = 0;
-        if (chance(s, i < n_roots ? 20 : 8))
+        if (splitmix_chance(s, i < n_roots ? 20 : 8))
             fl |= TLSAN_TENSOR_INPUT;
-        if (chance(s, i < n_roots ? 20 : 8))
+        if (splitmix_chance(s, i < n_roots ? 20 : 8))
             fl |= TLSAN_TENSOR_OUTPUT;
-        if (chance(s, 4))
+        if (splitmix_chance(s, 4))
             fl |= TLSAN_TENSOR_CONSTANT;
         d.flags = fl;
-        if (layout && chance(s, 8))
-            d.memory = memory_names[below(s, 2)];
-        if (layout && chance(s, 8)) {
+        if (layout && splitmix_chance(s, 8))
+            d.memory = memory_names[(unsigned)splitmix_below(s, 2)];
+        if (layout && splitmix_chance(s, 8)) {
             static const uint64_t aligns[3] = {16, 64, 128};
-            d.alignment_bytes = aligns[below(s, 3)];
+            d.alignment_bytes = aligns[(unsigned)splitmix_below(s, 3)];
         }
-        if (chance(s, 25)) {
+        if (splitmix_chance(s, 25)) {
             d.has_lifetime = true;
-            d.lifetime[0] = (int64_t)below(s, n_ops + 2) - 1;
-            d.lifetime[1] =
-                d.lifetime[0] + (int64_t)below(s, (unsigned)(n_ops - d.lifetime[0]) + 1);
+            d.lifetime[0] = (int64_t)(unsigned)splitmix_below(s, n_ops + 2) - 1;
+            d.lifetime[1] = d.lifetime[0] + (int64_t)(unsigned)splitmix_below(
+                                                s, (unsigned)(n_ops - d.lifetime[0]) + 1);
         }
         uint64_t shape[2];
-        if (layout && chance(s, 10)) {
+        if (layout && splitmix_chance(s, 10)) {
             static const tlsan_dtype dts[4] = {TLSAN_DTYPE_F32, TLSAN_DTYPE_U4, TLSAN_DTYPE_U8,
                                                TLSAN_DTYPE_BF16};
-            d.dtype = dts[below(s, 4)];
-            d.n_shape = below(s, 3);
-            shape[0] = 1 + below(s, 40);
-            shape[1] = below(s, 5);
+            d.dtype = dts[(unsigned)splitmix_below(s, 4)];
+            d.n_shape = (unsigned)splitmix_below(s, 3);
+            shape[0] = 1 + (unsigned)splitmix_below(s, 40);
+            shape[1] = (unsigned)splitmix_below(s, 5);
             d.shape = shape;
         }
         if (tlsan_plan_add_tensor(p, &d, &err) != TLSAN_OK)
@@ -226,20 +207,23 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
                                tens[x].offset == tens[y].offset && tens[x].bytes == tens[y].bytes;
 
     /* Control structure: streams, ifs with their named arms, loops (contiguous, disjoint). */
-    unsigned n_streams = (o.disable & RANDPLAN_NO_STREAMS) || chance(s, 50) ? 1 : 2 + below(s, 2);
-    unsigned n_ifs = (o.disable & RANDPLAN_NO_BRANCHES) ? 0 : below(s, max_ifs + 1);
+    unsigned n_streams = (o.disable & RANDPLAN_NO_STREAMS) || splitmix_chance(s, 50)
+                             ? 1
+                             : 2 + (unsigned)splitmix_below(s, 2);
+    unsigned n_ifs =
+        (o.disable & RANDPLAN_NO_BRANCHES) ? 0 : (unsigned)splitmix_below(s, max_ifs + 1);
     unsigned if_arms[MAX_IFS];
     for (unsigned f = 0; f < n_ifs; f++)
-        if_arms[f] = 1 + below(s, 3);
+        if_arms[f] = 1 + (unsigned)splitmix_below(s, 3);
     int loop_of_op[MAX_OPS];
     for (unsigned i = 0; i < MAX_OPS; i++)
         loop_of_op[i] = -1;
     if (!(o.disable & RANDPLAN_NO_LOOPS)) {
-        unsigned n_loops = chance(s, 40) ? 1 + (chance(s, 30) ? 1 : 0) : 0;
+        unsigned n_loops = splitmix_chance(s, 40) ? 1 + (splitmix_chance(s, 30) ? 1 : 0) : 0;
         unsigned from = 0;
         for (unsigned L = 0; L < n_loops && from < n_ops; L++) {
-            unsigned start = from + below(s, n_ops - from);
-            unsigned len = 1 + below(s, n_ops - start);
+            unsigned start = from + (unsigned)splitmix_below(s, n_ops - from);
+            unsigned len = 1 + (unsigned)splitmix_below(s, n_ops - start);
             for (unsigned k = start; k < start + len; k++)
                 loop_of_op[k] = (int)L;
             from = start + len + 1; /* a gap keeps the two loops apart */
@@ -252,15 +236,15 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
         tlsan_cond conds[MAX_IFS];
         bool inplace_friendly = false;
         d.name = op_names[i];
-        d.stream = stream_names[below(s, n_streams)];
-        if (d.stream == stream_names[0] && chance(s, 50))
+        d.stream = stream_names[(unsigned)splitmix_below(s, n_streams)];
+        if (d.stream == stream_names[0] && splitmix_chance(s, 50))
             d.stream = NULL; /* the default stream, spelt out or not */
-        if (n_streams > 1 && chance(s, 30)) {
-            unsigned what = below(s, 5);
+        if (n_streams > 1 && splitmix_chance(s, 30)) {
+            unsigned what = (unsigned)splitmix_below(s, 5);
             d.sync = what < 2 ? TLSAN_SYNC_RECORD : what < 4 ? TLSAN_SYNC_WAIT : TLSAN_SYNC_ALL;
             if (d.sync != TLSAN_SYNC_ALL)
-                d.event = event_names[below(s, 2)];
-        } else if (dataflow && chance(s, 8)) {
+                d.event = event_names[(unsigned)splitmix_below(s, 2)];
+        } else if (dataflow && splitmix_chance(s, 8)) {
             d.sync = TLSAN_SYNC_ALL;
         } else {
             int r[3], w[3];
@@ -269,8 +253,8 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
             /* Mostly read what is already there, so that read-before-write does not drown
              * the other findings. */
             for (size_t k = 0; k < nr; k++)
-                if (!ready[r[k]] && chance(s, 70)) {
-                    int t = (int)below(s, (unsigned)n_tensors);
+                if (!ready[r[k]] && splitmix_chance(s, 70)) {
+                    int t = (int)(unsigned)splitmix_below(s, (unsigned)n_tensors);
                     for (size_t m = 0; m < n_tensors && !ready[t]; m++)
                         t = (t + 1) % (int)n_tensors;
                     bool dup = false;
@@ -280,10 +264,10 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
                         r[k] = t;
                 }
             /* An in-place friendly op: read a root, write another root on the same bytes. */
-            if (!(o.disable & RANDPLAN_NO_INPLACE) && nr > 0 && chance(s, 20)) {
+            if (!(o.disable & RANDPLAN_NO_INPLACE) && nr > 0 && splitmix_chance(s, 20)) {
                 int in = r[0];
                 for (int t = 0; t < (int)n_tensors; t++)
-                    if (t != in && same_place[in][t] && chance(s, 60)) {
+                    if (t != in && same_place[in][t] && splitmix_chance(s, 60)) {
                         w[0] = t;
                         nw = nw ? nw : 1;
                         if (nw > 1 && w[1] == t)
@@ -292,7 +276,7 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
                         break;
                     }
             }
-            if (nr > 0 && nw < 2 && chance(s, 15)) {
+            if (nr > 0 && nw < 2 && splitmix_chance(s, 15)) {
                 bool dup = false;
                 for (size_t k = 0; k < nw; k++)
                     dup = dup || w[k] == r[0];
@@ -310,7 +294,7 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
             for (size_t k = 0; k < nw; k++)
                 ready[w[k]] = true;
             if (!(o.disable & RANDPLAN_NO_INPLACE)) {
-                if (inplace_friendly && chance(s, 80)) {
+                if (inplace_friendly && splitmix_chance(s, 80)) {
                     inplace[0] = writes[0];
                     inplace[1] = reads[0];
                     d.n_inplace = 1;
@@ -318,37 +302,37 @@ tlsan_plan *randplan_make(uint64_t seed, const randplan_opts *opt, char *why, si
                      * (the root itself, or a view): the pair still matches through the
                      * roots, but the op no longer lists the declared tensor. */
                     for (int side = 0; side < 2; side++)
-                        if (chance(s, 15)) {
+                        if (splitmix_chance(s, 15)) {
                             int of = side == 0 ? w[0] : r[0];
-                            int t = (int)below(s, (unsigned)n_tensors);
+                            int t = (int)(unsigned)splitmix_below(s, (unsigned)n_tensors);
                             if (tens[t].root == tens[of].root)
                                 inplace[side] = tens[t].name;
                         }
-                } else if (nr > 0 && nw > 0 && chance(s, 30)) {
-                    inplace[0] = writes[below(s, (unsigned)nw)];
-                    inplace[1] = reads[below(s, (unsigned)nr)];
+                } else if (nr > 0 && nw > 0 && splitmix_chance(s, 30)) {
+                    inplace[0] = writes[(unsigned)splitmix_below(s, (unsigned)nw)];
+                    inplace[1] = reads[(unsigned)splitmix_below(s, (unsigned)nr)];
                     d.n_inplace = 1;
-                } else if (chance(s, 5)) {
-                    inplace[0] = tens[below(s, (unsigned)n_tensors)].name;
-                    inplace[1] = tens[below(s, (unsigned)n_tensors)].name;
+                } else if (splitmix_chance(s, 5)) {
+                    inplace[0] = tens[(unsigned)splitmix_below(s, (unsigned)n_tensors)].name;
+                    inplace[1] = tens[(unsigned)splitmix_below(s, (unsigned)n_tensors)].name;
                     d.n_inplace = 1;
                 }
                 d.inplace = inplace;
             }
         }
-        if (!(o.disable & RANDPLAN_NO_AFTER) && i > 0 && chance(s, 20)) {
-            after[0] = op_names[below(s, i)];
+        if (!(o.disable & RANDPLAN_NO_AFTER) && i > 0 && splitmix_chance(s, 20)) {
+            after[0] = op_names[(unsigned)splitmix_below(s, i)];
             d.n_after = 1;
-            if (i > 1 && chance(s, 30)) {
-                after[1] = op_names[below(s, i)];
+            if (i > 1 && splitmix_chance(s, 30)) {
+                after[1] = op_names[(unsigned)splitmix_below(s, i)];
                 d.n_after = after[1] == after[0] ? 1 : 2;
             }
             d.after = after;
         }
         for (unsigned f = 0; f < n_ifs; f++)
-            if (chance(s, 35)) {
+            if (splitmix_chance(s, 35)) {
                 conds[d.n_branch].if_name = if_names[f];
-                conds[d.n_branch].arm = arm_names[below(s, if_arms[f])];
+                conds[d.n_branch].arm = arm_names[(unsigned)splitmix_below(s, if_arms[f])];
                 d.n_branch++;
             }
         d.branch = conds;

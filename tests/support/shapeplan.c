@@ -5,30 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "splitmix.h"
 
 #define MAX_STAGES 8
 #define MAX_PER    3 /* compute ops (and tensors) per stage */
 #define MAX_T      (MAX_STAGES * (MAX_PER + 1))
 #define MAX_NAMES  512 /* tensors, views (3 per tensor), ops, ifs */
 #define SLOT       256u
-
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static unsigned below(uint64_t *s, unsigned n)
-{
-    return (unsigned)(next(s) % n);
-}
-
-static bool chance(uint64_t *s, unsigned pct)
-{
-    return below(s, 100) < pct;
-}
 
 typedef struct gen {
     tlsan_plan *p;
@@ -66,10 +49,10 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
         goto fail;
     bool dataflow = kind == SHAPEPLAN_DATAFLOW, branchy = kind == SHAPEPLAN_BRANCHY;
     bool views = kind == SHAPEPLAN_VIEWS;
-    unsigned n_streams = dataflow ? 1 : 1 + below(s, 3);
-    unsigned n_stages = 2 + below(s, MAX_STAGES - 1);
-    unsigned per = 1 + below(s, MAX_PER);
-    unsigned n_ifs = branchy ? 1 + below(s, 4) : 0;
+    unsigned n_streams = dataflow ? 1 : 1 + (unsigned)splitmix_below(s, 3);
+    unsigned n_stages = 2 + (unsigned)splitmix_below(s, MAX_STAGES - 1);
+    unsigned per = 1 + (unsigned)splitmix_below(s, MAX_PER);
+    unsigned n_ifs = branchy ? 1 + (unsigned)splitmix_below(s, 4) : 0;
     if (dataflow && tlsan_plan_set_schedule(g->p, TLSAN_SCHEDULE_DATAFLOW) != TLSAN_OK)
         goto fail;
     tlsan_arena_desc a = {"pool", 2 * 3 * SLOT, 64, NULL};
@@ -84,30 +67,33 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
     int cond_if[MAX_STAGES];
     for (unsigned k = 0; k < n_stages; k++) {
         unsigned j = k % n_streams;
-        cond_if[k] = n_ifs && chance(s, 50) ? (int)below(s, n_ifs) : -1;
+        cond_if[k] = n_ifs && splitmix_chance(s, 50) ? (int)(unsigned)splitmix_below(s, n_ifs) : -1;
         for (unsigned i = 0; i <= per; i++) {
             if (i == per && cond_if[k] < 0) {
                 tn[k][i] = NULL;
                 continue;
             }
-            unsigned slot = dataflow ? below(s, 3) : 2 * j + (i == per ? 0 : i % 2);
+            unsigned slot =
+                dataflow ? (unsigned)splitmix_below(s, 3) : 2 * j + (i == per ? 0 : i % 2);
             tlsan_tensor_desc d = {0};
             d.name = tn[k][i] = name(g, i == per ? "y%u" : "t%u", k * (MAX_PER + 1) + i);
             d.arena = "pool";
-            d.offset_bytes = slot * SLOT + (chance(s, 20) ? 64 : 0);
-            d.bytes = 64u * (1 + below(s, (unsigned)(SLOT - d.offset_bytes % SLOT) / 64));
-            if (chance(s, 3))
+            d.offset_bytes = slot * SLOT + (splitmix_chance(s, 20) ? 64 : 0);
+            d.bytes =
+                64u *
+                (1 + (unsigned)splitmix_below(s, (unsigned)(SLOT - d.offset_bytes % SLOT) / 64));
+            if (splitmix_chance(s, 3))
                 d.flags = TLSAN_TENSOR_OUTPUT;
             if (tlsan_plan_add_tensor(g->p, &d, &g->err) != TLSAN_OK)
                 goto fail;
             rd[k][i] = tn[k][i];
             /* views: a chain of up to three (reshape, permute, slice) read instead */
-            for (unsigned v = 0, nv = views ? below(s, 4) : 0; v < nv; v++) {
+            for (unsigned v = 0, nv = views ? (unsigned)splitmix_below(s, 4) : 0; v < nv; v++) {
                 tlsan_tensor_desc w = {0};
                 w.name = name(g, "v%u", (unsigned)g->n_names);
                 w.view_of = rd[k][i];
                 w.bytes = d.bytes;
-                if (v == 2 && d.bytes > 64 && chance(s, 50)) {
+                if (v == 2 && d.bytes > 64 && splitmix_chance(s, 50)) {
                     w.view_offset_bytes = 64;
                     w.bytes -= 64;
                 }
@@ -125,13 +111,14 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
     for (unsigned k = 0; k < n_stages; k++) {
         unsigned j = k % n_streams, jp = (k + n_streams - 1) % n_streams;
         tlsan_cond cond[2];
-        if (k > 0 && n_streams > 1 && !chance(s, 20)) {
+        if (k > 0 && n_streams > 1 && !splitmix_chance(s, 20)) {
             tlsan_op_desc d = {0};
             d.stream = streams[j];
             d.sync = TLSAN_SYNC_WAIT;
             d.event = events[jp];
-            if (branchy && chance(s, 10)) { /* a wait on one arm only */
-                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+            if (branchy && splitmix_chance(s, 10)) { /* a wait on one arm only */
+                cond[0] = (tlsan_cond){name(g, "c%u", (unsigned)splitmix_below(s, n_ifs)),
+                                       arms[(unsigned)splitmix_below(s, 2)]};
                 d.branch = cond;
                 d.n_branch = 1;
             }
@@ -144,23 +131,26 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
             d.stream = n_streams > 1 ? streams[j] : NULL;
             if (i > 0)
                 reads[d.n_reads++] = rd[k][i - 1];
-            else if (k > 0 && (!dataflow || !chance(s, 15))) /* dataflow: the chain may break */
+            else if (k > 0 &&
+                     (!dataflow || !splitmix_chance(s, 15))) /* dataflow: the chain may break */
                 reads[d.n_reads++] = rd[k - 1][per - 1];
-            if (k > 0 && chance(s, 10)) { /* a stray read of an older tensor */
-                const char *t = rd[below(s, k)][below(s, per)];
+            if (k > 0 && splitmix_chance(s, 10)) { /* a stray read of an older tensor */
+                const char *t =
+                    rd[(unsigned)splitmix_below(s, k)][(unsigned)splitmix_below(s, per)];
                 if (d.n_reads == 0 || strcmp(reads[0], t) != 0)
                     reads[d.n_reads++] = t;
             }
             writes[d.n_writes++] = tn[k][i];
             d.reads = reads;
             d.writes = writes;
-            if (g->n_ops > 0 && chance(s, 5)) { /* an explicit order edge */
-                after[0] = name(g, "o%u", below(s, g->n_ops));
+            if (g->n_ops > 0 && splitmix_chance(s, 5)) { /* an explicit order edge */
+                after[0] = name(g, "o%u", (unsigned)splitmix_below(s, g->n_ops));
                 d.after = after;
                 d.n_after = 1;
             }
-            if (branchy && chance(s, 8)) {
-                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+            if (branchy && splitmix_chance(s, 8)) {
+                cond[0] = (tlsan_cond){name(g, "c%u", (unsigned)splitmix_below(s, n_ifs)),
+                                       arms[(unsigned)splitmix_below(s, 2)]};
                 d.branch = cond;
                 d.n_branch = 1;
             }
@@ -190,17 +180,18 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
                 }
             }
         }
-        if (n_streams > 1 || (dataflow && chance(s, 10))) {
+        if (n_streams > 1 || (dataflow && splitmix_chance(s, 10))) {
             tlsan_op_desc d = {0};
             d.stream = n_streams > 1 ? streams[j] : NULL;
-            if (dataflow || chance(s, 5)) {
+            if (dataflow || splitmix_chance(s, 5)) {
                 d.sync = TLSAN_SYNC_ALL;
             } else {
                 d.sync = TLSAN_SYNC_RECORD;
                 d.event = events[j];
             }
-            if (branchy && chance(s, 10)) { /* a record on one arm only */
-                cond[0] = (tlsan_cond){name(g, "c%u", below(s, n_ifs)), arms[below(s, 2)]};
+            if (branchy && splitmix_chance(s, 10)) { /* a record on one arm only */
+                cond[0] = (tlsan_cond){name(g, "c%u", (unsigned)splitmix_below(s, n_ifs)),
+                                       arms[(unsigned)splitmix_below(s, 2)]};
                 d.branch = cond;
                 d.n_branch = 1;
             }
