@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -878,6 +879,20 @@ static uint64_t quarantine_cost(const struct block *e, uint64_t guarded)
     return chunk - guarded + QUARANTINE_META;
 }
 
+/* Under a finite RLIMIT_AS (ulimit -v) the address space a guarded block holds is what the
+ * program runs short of: natively glibc unmapped the block, and the program's own mmap (a
+ * file, a thread stack) must not fail for the quarantine's sake. Such a block then costs
+ * its whole size against the byte budget. (Read at each large free: the program may set
+ * the limit at any time.) */
+static bool address_space_limited(void)
+{
+    struct rlimit r;
+    int saved = errno;
+    bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    errno = saved;
+    return limited;
+}
+
 /* A block leaving the quarantine: verify it, forget it, free it for real. */
 static void evict(uintptr_t a)
 {
@@ -1072,7 +1087,7 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
     struct block e = block_at(s, (size_t)i);
     uintptr_t lo = 0, hi = 0;
     bool guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &lo, &hi);
-    uint64_t bytes = quarantine_cost(&e, guarded ? hi - lo : 0);
+    uint64_t bytes = quarantine_cost(&e, guarded && !address_space_limited() ? hi - lo : 0);
     bool keep = g_budget && bytes <= g_budget;
     if (keep) {
         uint64_t flags =

@@ -16,6 +16,8 @@
  *   segv-resethand  installs a one-shot (SA_RESETHAND) SIGSEGV handler that prints a line
  *              and returns, frees a 1 MiB block, then faults on a bad address: the handler
  *              runs once, the fault repeats and the program dies of SIGSEGV
+ *   as-limit   frees 120 blocks of 4 MiB, then maps 400 MiB itself: run under ulimit -v
+ *              800000, the mapping must succeed as natively (prints "mmap ok")
  *   rss SIZE   allocates, fills and frees 200 MiB in blocks of SIZE bytes, one at a time;
  *              prints the peak resident set (VmHWM, kB)
  * Every access to freed memory goes through a volatile pointer so the compiler keeps it. Run
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* The bugs are the point: keep GCC's static warnings about them quiet. */
@@ -194,6 +197,19 @@ int main(int argc, char **argv)
         volatile int *bad = (volatile int *)(uintptr_t)16;
         *bad = 1;
         printf("not dead\n");
+        return 0;
+    }
+    if (strcmp(mode, "as-limit") == 0) {
+        for (int i = 0; i < 120; i++) {
+            unsigned char *p = malloc((size_t)4 << 20);
+            if (!p)
+                return 1;
+            memset(p, i, 4096);
+            free(launder(p));
+        }
+        void *m = mmap(NULL, (size_t)400 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        printf("mmap %s\n", m == MAP_FAILED ? "failed" : "ok");
         return 0;
     }
     if (strcmp(mode, "rss") == 0 && argc > 2) {
