@@ -228,6 +228,12 @@ static int make_run_dir(const char *given, run_trace *rt)
             return RUN_USAGE;
         }
         rt->made = true;
+        /* Run as root, the program may drop its privileges (a daemon's setuid, runuser,
+         * su): a process that can no longer write the 0700 directory records nothing, and
+         * its findings would be missing from the summary. Writable by all, sticky as /tmp:
+         * another user could add a trace (a false finding) but remove none. */
+        if (geteuid() == 0)
+            chmod(rt->path, 01777);
         return 0;
     }
     if (mkdir(given, 0777) != 0 && errno != EEXIST) {

@@ -213,6 +213,17 @@ rc=$?
 expect_eq "$rc:$(cat "$tmp/out" | tr '\n' ' ')" "5:started got TERM " "SIGTERM to tlsan run: passed on"
 expect_in "$(cat "$tmp/err")" "tlsan: run: no findings" "SIGTERM to tlsan run: summarized"
 clear_tmpdir
+# Run as root, a process that drops its privileges (a daemon's setuid) still records its
+# findings in the run directory: the summary must not be a false all-clear.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    open_tmp=$(mktemp -d /tmp/tlsan-runsh.XXXXXX) && chmod 755 "$open_tmp"
+    TMPDIR=$open_tmp runit -- sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups \
+        $heap waf 2>/dev/null; exit 0"
+    expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
+        "1:tlsan: run: 1 finding (1 heap-write-after-free); 1 trace in DIR; exit status 1" \
+        "a descendant that dropped root: its finding counted"
+    rm -rf "$open_tmp"
+fi
 runit -- /nonexistent/prog
 expect_eq "$rc:$last:$rundir" "127:tlsan: error: run: cannot run '/nonexistent/prog': No such file or directory:" "a missing program"
 runit --options -- "$engine"
