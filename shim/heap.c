@@ -30,11 +30,13 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -789,20 +791,41 @@ static bool guard_fault(uintptr_t addr, int is_write)
     return true;
 }
 
-/* Whatever the program had for SIGSEGV when the handler was installed. */
+/* Whatever the program had for SIGSEGV when the handler was installed, called as the kernel
+ * would have called it: with its sa_mask (and SIGSEGV unless SA_NODEFER) blocked, and, for
+ * SA_RESETHAND, the disposition reset to SIG_DFL first, so that a crash handler that returns
+ * (to fault again and die) does die instead of being called for ever. */
 static void chain_segv(int sig, siginfo_t *si, void *uc)
 {
-    const struct sigaction *p = &g_prev_segv;
-    if ((p->sa_flags & SA_SIGINFO) && p->sa_sigaction) {
-        p->sa_sigaction(sig, si, uc);
+    struct sigaction prev = g_prev_segv;
+    bool handler = (prev.sa_flags & SA_SIGINFO)
+                       ? prev.sa_sigaction != NULL
+                       : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+    if (handler) {
+        if (prev.sa_flags & SA_RESETHAND) {
+            struct sigaction dfl;
+            memset(&dfl, 0, sizeof dfl);
+            dfl.sa_handler = SIG_DFL;
+            sigaction(SIGSEGV, &dfl, NULL);
+            g_prev_segv = dfl;
+        }
+        /* This handler runs with SIGSEGV blocked (the kernel restores the program's mask
+         * when it returns; a siglongjmp out of the program's handler restores its own). */
+        pthread_sigmask(SIG_BLOCK, &prev.sa_mask, NULL);
+        if ((prev.sa_flags & SA_NODEFER) && !sigismember(&prev.sa_mask, sig)) {
+            sigset_t self;
+            sigemptyset(&self);
+            sigaddset(&self, sig);
+            pthread_sigmask(SIG_UNBLOCK, &self, NULL);
+        }
+        if (prev.sa_flags & SA_SIGINFO)
+            prev.sa_sigaction(sig, si, uc);
+        else
+            prev.sa_handler(sig);
         return;
     }
-    if (p->sa_handler == SIG_IGN && si->si_code <= 0)
+    if (prev.sa_handler == SIG_IGN && si->si_code <= 0)
         return; /* sent, and ignored (a fault cannot be ignored) */
-    if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
-        p->sa_handler(sig);
-        return;
-    }
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -854,6 +877,20 @@ static uint64_t quarantine_cost(const struct block *e, uint64_t guarded)
     if (chunk < 32)
         chunk = 32;
     return chunk - guarded + QUARANTINE_META;
+}
+
+/* Under a finite RLIMIT_AS (ulimit -v) the address space a guarded block holds is what the
+ * program runs short of: natively glibc unmapped the block, and the program's own mmap (a
+ * file, a thread stack) must not fail for the quarantine's sake. Such a block then costs
+ * its whole size against the byte budget. (Read at each large free: the program may set
+ * the limit at any time.) */
+static bool address_space_limited(void)
+{
+    struct rlimit r;
+    int saved = errno;
+    bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    errno = saved;
+    return limited;
 }
 
 /* A block leaving the quarantine: verify it, forget it, free it for real. */
@@ -1050,7 +1087,7 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
     struct block e = block_at(s, (size_t)i);
     uintptr_t lo = 0, hi = 0;
     bool guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &lo, &hi);
-    uint64_t bytes = quarantine_cost(&e, guarded ? hi - lo : 0);
+    uint64_t bytes = quarantine_cost(&e, guarded && !address_space_limited() ? hi - lo : 0);
     bool keep = g_budget && bytes <= g_budget;
     if (keep) {
         uint64_t flags =

@@ -5,6 +5,7 @@
 #include "trace_read.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -227,6 +228,12 @@ static int make_run_dir(const char *given, run_trace *rt)
             return RUN_USAGE;
         }
         rt->made = true;
+        /* Run as root, the program may drop its privileges (a daemon's setuid, runuser,
+         * su): a process that can no longer write the 0700 directory records nothing, and
+         * its findings would be missing from the summary. Writable by all, sticky as /tmp:
+         * another user could add a trace (a false finding) but remove none. */
+        if (geteuid() == 0)
+            chmod(rt->path, 01777);
         return 0;
     }
     if (mkdir(given, 0777) != 0 && errno != EEXIST) {
@@ -347,6 +354,24 @@ static int summarize(const run_trace *rt, int status, int exitcode)
                 status);
     return ty.total > 0 ? exitcode : status;
 }
+/* The program being run, for forward_signal. */
+static volatile pid_t g_child;
+
+/* The signals tlsan passes on to the program. */
+static const int forwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* A signal for tlsan: sent by a process (kill, sigqueue) other than the program itself, it
+ * was meant for the program and goes on to it; one the kernel made (the terminal's ^C, ^\
+ * and hangup reach the program's process group, the program included) is dropped. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    if (g_child > 0 && (si->si_code == SI_USER || si->si_code == SI_QUEUE) && si->si_pid != g_child)
+        kill(g_child, sig);
+    errno = saved;
+}
+
 static const char run_help[] =
     "usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
     "\n"
@@ -477,15 +502,28 @@ int run_command(int argc, char **argv)
             old_preload ? old_preload : "");
     int exitcode = option_exitcode(all ? all : "");
 
+    /* exec's failure reaches the parent through a close-on-exec pipe, so that a program
+     * that exits 127 itself (a shell whose last command was not found) is not taken for it:
+     * its run is summarized as any other. */
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        fprintf(stderr, "tlsan: error: run: pipe failed: %s\n", strerror(errno));
+        free(all);
+        free(preload);
+        return RUN_USAGE;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "tlsan: error: run: fork failed: %s\n", strerror(errno));
+        close(exec_pipe[0]);
+        close(exec_pipe[1]);
         free(all);
         free(preload);
         return RUN_USAGE;
     }
     if (pid == 0) {
+        close(exec_pipe[0]);
         setenv("TLSAN_OPTIONS", all ? all : "", 1);
         setenv("LD_PRELOAD", preload, 1);
         /* A dedicated variable besides TLSAN_OPTIONS, which programs (test runners, nested
@@ -495,29 +533,43 @@ int run_command(int argc, char **argv)
         else
             unsetenv("TLSAN_TRACE_DIR");
         execvp(argv[i], argv + i);
-        fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(errno));
+        int err = errno;
+        fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(err));
+        ssize_t ignored = write(exec_pipe[1], &err, sizeof err);
+        (void)ignored;
         _exit(127);
     }
+    close(exec_pipe[1]);
     free(all);
     free(preload);
-    /* Like system(): the terminal's ^C belongs to the program; we only wait for it. */
-    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
+    g_child = pid;
+    /* Like system(): the terminal's ^C and ^\ reach the program directly (its process
+     * group); we only wait for it. A termination signal sent to tlsan itself (kill, a test
+     * harness stopping its child) is passed on to the program, which would have received
+     * it natively, instead of ending tlsan and leaving the program running. */
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&fwd.sa_mask);
+    struct sigaction old[sizeof forwarded / sizeof *forwarded];
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaction(forwarded[k], &fwd, &old[k]);
+    int exec_err = 0;
+    ssize_t got;
+    while ((got = read(exec_pipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+        ;
+    close(exec_pipe[0]);
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
         ;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaction(forwarded[k], &old[k], NULL);
 
+    if (got == (ssize_t)sizeof exec_err) {
+        if (rt.made)
+            rmdir(rt.path); /* exec failed (said above) */
+        return 127;
+    }
     if (WIFEXITED(wstatus)) {
         status = WEXITSTATUS(wstatus);
-        if (status == 127) {
-            if (rt.made)
-                rmdir(rt.path); /* exec failed (said above) or the program's own 127 */
-            return status;
-        }
     } else {
         status = 128 + WTERMSIG(wstatus);
         fprintf(stderr, "tlsan: run: '%s' was killed by signal %d (%s)\n", argv[i],

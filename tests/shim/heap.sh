@@ -224,6 +224,26 @@ expect_rc 0 "segv-chain"
 if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; then ok; else
     bad "segv-chain: '$out', natively '$(cat "$tmp/nout")'"; fi
 
+# A one-shot crash handler (SA_RESETHAND) that returns: natively the fault repeats with the
+# default action and the program dies; the shim's handler, chained to it, must reset the
+# disposition as the kernel would, not call it again for ever.
+native segv-resethand
+run "$base" segv-resethand
+expect_rc 139 "segv-resethand: SIGSEGV as natively"
+if [ "$out" = "crash handler" ] && [ "$out" = "$(cat "$tmp/nout")" ] && [ "$nrc" = 139 ]; then ok
+else bad "segv-resethand: '$out', natively '$(cat "$tmp/nout")' (status $nrc)"; fi
+
+# Under ulimit -v the address space guarded blocks hold must not make the program's own
+# mmap fail where natively glibc had unmapped them; a use after free still faults.
+(ulimit -v 800000 && native as-limit && printf '%s' "$nrc" >"$tmp/nrc")
+(ulimit -v 800000 && run "$base" as-limit && printf '%s\n%s' "$rc" "$out" >"$tmp/res")
+if [ "$(cat "$tmp/nrc") $(cat "$tmp/nout")" = "0 mmap ok" ] &&
+    [ "$(cat "$tmp/res")" = "0"$'\n'"mmap ok" ]; then ok
+else bad "as-limit under ulimit -v: '$(cat "$tmp/res")', natively '$(cat "$tmp/nout")'"; fi
+(ulimit -v 800000 && run "$base" uaf-large && printf '%s' "$rc" >"$tmp/res")
+if [ "$(cat "$tmp/res")" = 139 ] && grep -q "heap-use-after-free" "$tmp/err"; then ok
+else bad "uaf-large under ulimit -v: status $(cat "$tmp/res")"; fi
+
 # realloc growing a buffer to 16 MiB in 4 KiB steps: in place where the block has room,
 # otherwise moved with room to grow; the bytes are the native run's.
 native realloc-grow

@@ -13,6 +13,11 @@
  *              then checks every byte; prints a sum of them
  *   segv-chain installs its own SIGSEGV handler (siglongjmp out), frees a 1 MiB block (the
  *              shim's handler comes after), then faults on a bad address: its handler runs
+ *   segv-resethand  installs a one-shot (SA_RESETHAND) SIGSEGV handler that prints a line
+ *              and returns, frees a 1 MiB block, then faults on a bad address: the handler
+ *              runs once, the fault repeats and the program dies of SIGSEGV
+ *   as-limit   frees 120 blocks of 4 MiB, then maps 400 MiB itself: run under ulimit -v
+ *              800000, the mapping must succeed as natively (prints "mmap ok")
  *   rss SIZE   allocates, fills and frees 200 MiB in blocks of SIZE bytes, one at a time;
  *              prints the peak resident set (VmHWM, kB)
  * Every access to freed memory goes through a volatile pointer so the compiler keeps it. Run
@@ -23,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* The bugs are the point: keep GCC's static warnings about them quiet. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
@@ -37,6 +44,16 @@ static void on_segv(int sig)
 {
     (void)sig;
     siglongjmp(g_jump, 1);
+}
+
+/* Called again after its reset (the bug this mode guards against): stop at the third call. */
+static void on_segv_once(int sig)
+{
+    static const char msg[] = "crash handler\n";
+    static volatile int calls;
+    (void)sig;
+    if (write(1, msg, sizeof msg - 1) < 0 || ++calls == 3)
+        _exit(3);
 }
 
 /* The pointer back through a volatile: the compiler no longer knows it was freed (no
@@ -168,6 +185,31 @@ int main(int argc, char **argv)
                 printf("caught %d\n", i);
             }
         }
+        return 0;
+    }
+    if (strcmp(mode, "segv-resethand") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_segv_once;
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGSEGV, &sa, NULL);
+        free(launder(malloc((size_t)1 << 20)));
+        volatile int *bad = (volatile int *)(uintptr_t)16;
+        *bad = 1;
+        printf("not dead\n");
+        return 0;
+    }
+    if (strcmp(mode, "as-limit") == 0) {
+        for (int i = 0; i < 120; i++) {
+            unsigned char *p = malloc((size_t)4 << 20);
+            if (!p)
+                return 1;
+            memset(p, i, 4096);
+            free(launder(p));
+        }
+        void *m = mmap(NULL, (size_t)400 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        printf("mmap %s\n", m == MAP_FAILED ? "failed" : "ok");
         return 0;
     }
     if (strcmp(mode, "rss") == 0 && argc > 2) {

@@ -192,6 +192,38 @@ expect_eq "$rc:$last" "3:tlsan: run: no findings; no process recorded a trace (n
 runit -- sh -c 'kill -TERM $$'
 expect_rc 143 "killed by a signal: 128+N"
 expect_in "$err" "killed by signal 15" "killed by a signal"
+# A program that exits 127 itself (a shell whose last command is not found) is not a failed
+# exec: its run is summarized, a descendant's finding counted.
+runit -- sh -c "$heap double 2>/dev/null; exec /nonexistent/prog 2>/dev/null"
+expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
+    "1:tlsan: run: 1 finding (1 double-free); 1 trace in DIR; exit status 1" \
+    "the program's own 127, with a finding: summarized"
+clear_tmpdir
+# A termination signal sent to tlsan (kill, a harness stopping its child) reaches the
+# program, as it would natively, instead of leaving it running with tlsan gone.
+"$bin" run -- sh -c 'trap "echo got TERM; exit 5" TERM; echo started; while :; do sleep 0.05; done' \
+    >"$tmp/out" 2>"$tmp/err" &
+tpid=$!
+for _ in $(seq 100); do grep -q started "$tmp/out" && break; sleep 0.05; done
+cpid=$(pgrep -P "$tpid")
+kill -TERM "$tpid"
+wait "$tpid"
+rc=$?
+[ -n "$cpid" ] && kill -KILL "$cpid" 2>/dev/null # left running when not passed on
+expect_eq "$rc:$(cat "$tmp/out" | tr '\n' ' ')" "5:started got TERM " "SIGTERM to tlsan run: passed on"
+expect_in "$(cat "$tmp/err")" "tlsan: run: no findings" "SIGTERM to tlsan run: summarized"
+clear_tmpdir
+# Run as root, a process that drops its privileges (a daemon's setuid) still records its
+# findings in the run directory: the summary must not be a false all-clear.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    open_tmp=$(mktemp -d /tmp/tlsan-runsh.XXXXXX) && chmod 755 "$open_tmp"
+    TMPDIR=$open_tmp runit -- sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups \
+        $heap waf 2>/dev/null; exit 0"
+    expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
+        "1:tlsan: run: 1 finding (1 heap-write-after-free); 1 trace in DIR; exit status 1" \
+        "a descendant that dropped root: its finding counted"
+    rm -rf "$open_tmp"
+fi
 runit -- /nonexistent/prog
 expect_eq "$rc:$last:$rundir" "127:tlsan: error: run: cannot run '/nonexistent/prog': No such file or directory:" "a missing program"
 runit --options -- "$engine"
