@@ -508,14 +508,26 @@ static void report_finding(const struct glib *L, const tlsan_finding *f, const s
 
 /* ---- the check ---- */
 
-/* How reports name a graph. */
-static void graph_where(char *buf, size_t cap, const struct ggml_cgraph *graph, int n_nodes,
+/* How reports name a graph: by its first and last nodes, which a person recognises in the
+ * model's code and which stay the same from run to run (the graph's address does not). */
+static void graph_where(char *buf, size_t cap, const struct glib *L, const struct gm_model *m,
                         enum sight at)
 {
     const char *how = !t_sched         ? ""
                       : at == AT_ALLOC ? ", allocated by a ggml_backend_sched"
                                        : ", a ggml_backend_sched split";
-    snprintf(buf, cap, "ggml graph %p (%d nodes%s)", (const void *)graph, n_nodes, how);
+    if (m->n_nodes <= 0 || m->node_index[0] == UINT32_MAX ||
+        m->node_index[m->n_nodes - 1] == UINT32_MAX) {
+        snprintf(buf, cap, "ggml graph (%d nodes%s)", m->n_nodes, how);
+        return;
+    }
+    char first[48], last[48];
+    gm_display_name(m, &L->fn.model, m->node_index[0], first, sizeof first);
+    gm_display_name(m, &L->fn.model, m->node_index[m->n_nodes - 1], last, sizeof last);
+    if (m->n_nodes == 1)
+        snprintf(buf, cap, "ggml graph '%s' (1 node%s)", first, how);
+    else
+        snprintf(buf, cap, "ggml graph '%s' .. '%s' (%d nodes%s)", first, last, m->n_nodes, how);
 }
 
 /* ggml_plan_path=PATH: the plan to PATH.PID.N.json, N counting the graphs checked. */
@@ -577,8 +589,8 @@ __attribute__((noinline)) static void check_graph(const struct glib *L, struct g
                    (int)getpid());
         return;
     }
-    char where[128];
-    graph_where(where, sizeof where, graph, m.n_nodes, at);
+    char where[160];
+    graph_where(where, sizeof where, L, &m, at);
     plan = gm_plan(&m, &L->fn.model, where, &err);
     if (!plan) {
         char msg[1100];
@@ -869,8 +881,8 @@ compute_checked(const struct glib *L, const struct runner *run_by, struct ggml_c
     struct gm_model m;
     if (gm_build(&m, &L->fn.model, graph) != 0)
         return run(L, run_by, graph, false);
-    char where[128];
-    graph_where(where, sizeof where, graph, m.n_nodes, AT_COMPUTE);
+    char where[160];
+    graph_where(where, sizeof where, L, &m, AT_COMPUTE);
     enum ggml_status st = GGML_STATUS_SUCCESS;
     struct ggml_context *ctx = NULL;
     struct sum *sums = calloc(m.n_tensors + 1, sizeof *sums);

@@ -198,7 +198,7 @@ injected "'ffn_up' and 'ffn_down'" move@25@24 --graph block
 # reads it, overwritten by the nodes writing 'kq'; with checksum=off only the static report.
 "$bin" run --options checksum=all:inject=move@12 -- "$graphs" --graph block --runs 1 \
     >/dev/null 2>"$tmp/sum.err"
-if grep -q "SUMMARY: tlsan: live-corruption 'v (transposed)' in ggml graph 0x[0-9a-f]* (27 nodes) (overwritten by 'kq')" "$tmp/sum.err" &&
+if grep -q "SUMMARY: tlsan: live-corruption 'v (transposed)' in ggml graph 'attn_rms' .. 'block_out' (27 nodes) (overwritten by 'kq')" "$tmp/sum.err" &&
     grep -q "before node 16 reads it" "$tmp/sum.err" &&
     grep -qF "SUMMARY: tlsan: live-overlap 'v (transposed)' and 'kq'" "$tmp/sum.err"; then
     pass

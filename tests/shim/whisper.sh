@@ -78,7 +78,7 @@ for path in gallocr sched; do
         run "$graph-$path" verbosity=1 --graph "$graph" --runs 3 $flag
         expect_rc 0 "$graph $path"
         if [ "$same" = 1 ]; then ok; else bad "$graph $path: stdout differs from the native run"; fi
-        expect_count "$err" "tlsan: ggml: checked ggml graph 0x[0-9a-f]+ \($nodes nodes\): $tensors tensors in 2 buffers, 0 findings; seen at its $seen\$" 1 "$graph $path: one clean check"
+        expect_count "$err" "tlsan: ggml: checked ggml graph '[^']+' \.\. '[^']+' \($nodes nodes\): $tensors tensors in 2 buffers, 0 findings; seen at its $seen\$" 1 "$graph $path: one clean check"
         expect_count "$err" "ERROR: tlsan|cannot find the real|accessors are missing|not laid out" 0 "$graph $path: no report, no failure"
         expect_in "$err" "tlsan: ggml: adapter on (ggml 0.22.0 in $addon)" "$graph $path: the addon's ggml"
     done
@@ -96,8 +96,8 @@ for path in gallocr sched; do
     run "inj-$path" inject=move@12 --graph block --runs 1 $flag
     expect_rc 1 "block $path inject=move@12"
     expect_in "$err" "tlsan: inject: moved node 12 'kq' (1024 bytes) in buffer 'CPU#0' from offset 1024 onto 'v (transposed)' at offset 3072" "block $path: the move"
-    expect_count "$err" "^SUMMARY: tlsan: live-overlap 'v \(transposed\)' and 'kq' in ggml graph 0x[0-9a-f]+ \(27 nodes\)\$" 1 "block $path: live-overlap"
-    expect_count "$err" "^SUMMARY: tlsan: live-corruption 'v \(transposed\)' in ggml graph 0x[0-9a-f]+ \(27 nodes(, a ggml_backend_sched split)?\) \(overwritten by 'kq'\)\$" 1 "block $path: live-corruption"
+    expect_count "$err" "^SUMMARY: tlsan: live-overlap 'v \(transposed\)' and 'kq' in ggml graph 'attn_rms' \.\. 'block_out' \(27 nodes\)\$" 1 "block $path: live-overlap"
+    expect_count "$err" "^SUMMARY: tlsan: live-corruption 'v \(transposed\)' in ggml graph 'attn_rms' \.\. 'block_out' \(27 nodes(, a ggml_backend_sched split)?\) \(overwritten by 'kq'\)\$" 1 "block $path: live-corruption"
     expect_count "$err" "^SUMMARY" 2 "block $path: exactly the two findings"
     expect_in "$err" " in main+" "block $path: the program's stack"
     if [ "$same" = 0 ]; then ok; else bad "block $path inject=move@12: the fault changed no output"; fi
@@ -126,7 +126,7 @@ expect_in "$(cat two.out)" "libggml: e[0] = 7
 addon: e[0] = 7" "two ggml copies: both results"
 expect_in "$err" "tlsan: ggml: adapter on (ggml 0.23.0 in $src/.deps/ggml/lib/libggml-base.so)" "two copies: libggml-base's"
 expect_in "$err" "tlsan: ggml: adapter on (ggml 0.22.0 in $addon)" "two copies: the addon's"
-expect_count "$err" "checked ggml graph 0x[0-9a-f]+ \(3 nodes\): 5 tensors in 1 buffers, 0 findings; seen at its compute\$" 2 "two copies: a graph each"
+expect_count "$err" "checked ggml graph '[^']+' \.\. '[^']+' \(3 nodes\): 5 tensors in 1 buffers, 0 findings; seen at its compute\$" 2 "two copies: a graph each"
 
 # ---- 4. whisper.cpp itself, in Node ----
 # A real transcription: node loads the addon, whisper.cpp reads a tiny generated model and
@@ -150,9 +150,9 @@ if command -v node >/dev/null 2>&1; then
     if cmp -s node.native node.out; then ok; else bad "node: the transcript differs under tlsan: $(cat node.out)"; fi
     for g in "14 19 2" "40 60 3" "10 17 4"; do
         read -r nodes tensors buffers <<<"$g"
-        expect_count "$err" "checked ggml graph 0x[0-9a-f]+ \($nodes nodes, allocated by a ggml_backend_sched\): $tensors tensors in $buffers buffers, 0 findings; seen at its allocation\$" 1 "node: whisper's $nodes-node graph checked once, clean"
+        expect_count "$err" "checked ggml graph '[^']+' \.\. '[^']+' \($nodes nodes, allocated by a ggml_backend_sched\): $tensors tensors in $buffers buffers, 0 findings; seen at its allocation\$" 1 "node: whisper's $nodes-node graph checked once, clean"
     done
-    n=$(printf '%s\n' "$err" | grep -cE "checked ggml graph 0x[0-9a-f]+ \(61 nodes, allocated by a ggml_backend_sched\): 93 tensors in 4 buffers, 0 findings")
+    n=$(printf '%s\n' "$err" | grep -cE "checked ggml graph '[^']+' \.\. '[^']+' \(61 nodes, allocated by a ggml_backend_sched\): 93 tensors in 4 buffers, 0 findings")
     if [ "$n" -ge 2 ]; then ok; else bad "node: the decoder's graphs: $n checked, want 2 or more"; fi
     expect_count "$err" "ERROR: tlsan|cannot find the real|, [1-9][0-9]* findings?;" 0 "node: no finding, no failure"
 
@@ -168,8 +168,8 @@ if command -v node >/dev/null 2>&1; then
     err=$(cat node-inj.err)
     expect_rc 1 "node inject=move@12"
     expect_in "$err" "tlsan: inject: moved node 12 'MUL_MAT#12' (192000 bytes) in buffer 'CPU#0' from offset 384000 onto 'ADD#3' at offset 0" "node inject: the move"
-    expect_count "$err" "^SUMMARY: tlsan: live-overlap 'ADD#3' and 'MUL_MAT#12' in ggml graph 0x[0-9a-f]+ \(40 nodes, allocated by a ggml_backend_sched\)\$" 1 "node inject: live-overlap"
-    expect_count "$err" "^SUMMARY: tlsan: live-corruption 'ADD#3' in ggml graph 0x[0-9a-f]+ \(40 nodes, a ggml_backend_sched split\) \(overwritten by 'MUL_MAT#12'\)\$" 1 "node inject: live-corruption"
+    expect_count "$err" "^SUMMARY: tlsan: live-overlap 'ADD#3' and 'MUL_MAT#12' in ggml graph '[^']+' \.\. '[^']+' \(40 nodes, allocated by a ggml_backend_sched\)\$" 1 "node inject: live-overlap"
+    expect_count "$err" "^SUMMARY: tlsan: live-corruption 'ADD#3' in ggml graph '[^']+' \.\. '[^']+' \(40 nodes, a ggml_backend_sched split\) \(overwritten by 'MUL_MAT#12'\)\$" 1 "node inject: live-corruption"
     expect_count "$err" "^SUMMARY" 2 "node inject: exactly the two findings"
     if [ "$(cat node-inj.out)" != "$(sed -n 1p node.native)" ]; then ok; else bad "node inject: the fault changed no transcript"; fi
 else
