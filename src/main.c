@@ -1,9 +1,10 @@
 /* main: the `tlsan` command.
  *
- *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE] [--from plan|tvm]
- *               [--max-paths N] PLAN...
- *   tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE
+ *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]
+ *               [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...
+ *   tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE
  *   tlsan import tvm GRAPH.json [-o PLAN.json]
+ *   tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]
  *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize] TRACE...
  *   tlsan export TRACE [-o PLAN.json]
  *   tlsan run [--trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...
@@ -19,6 +20,7 @@
 #include "view.h"
 #include "tlsan/check.h"
 #include "tlsan/plan.h"
+#include "tlsan/executorch.h"
 #include "tlsan/tvm.h"
 
 #include <errno.h>
@@ -34,9 +36,10 @@ enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
 
 static const char usage_text[] =
     "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
-    "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
-    "       tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE\n"
+    "                   [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...\n"
+    "       tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE\n"
     "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "       tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]\n"
     "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
     "                    [--no-symbolize] TRACE...\n"
     "       tlsan export TRACE [-o PLAN.json]\n"
@@ -53,6 +56,9 @@ static const char usage_text[] =
     "  view PLAN|TRACE     draw a plan (or a recorded run) as one self-contained HTML\n"
     "                      page: tensors over steps and bytes, conflicts in red\n"
     "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
+    "  import executorch PROGRAM\n"
+    "                      convert an ExecuTorch program (.pte) into a plan (a plan\n"
+    "                      cache keyed by method when it has several methods)\n"
     "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
     "                      and check it, with every plan the engine handed over\n"
     "  export TRACE        write the plan a recorded run performed, in the plan format\n"
@@ -66,6 +72,9 @@ static const char usage_text[] =
     "                      per line) or sarif (SARIF 2.1.0, for CI systems)\n"
     "  -o, --output FILE   write the report to FILE instead of standard output\n"
     "  --from tvm          the inputs are TVM graph-executor JSON files\n"
+    "  --from executorch   the inputs are ExecuTorch programs (.pte): each method is\n"
+    "                      checked as its own plan\n"
+    "  --method NAME       with --from executorch: only the method NAME\n"
     "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
     "                      union of paths (default 4096)\n"
     "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
@@ -156,13 +165,14 @@ static void print_input_error(const char *path, tlsan_status st, tlsan_error *er
 
 /* ---- check ---- */
 
-typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_TRACE } source;
+typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_EXECUTORCH, SOURCE_TRACE } source;
 
 typedef struct check_args {
     tlsan_format format;
     const char *out_path;
     const char *svg_path; /* check --svg */
     source from;
+    const char *method; /* --from executorch: only this method */
     bool symbolize; /* replay: read function and line from the binaries */
     tlsan_check_options options;
     char **files;
@@ -306,11 +316,47 @@ static int load_trace(const check_args *args, const char *path, input_list *unit
     return status;
 }
 
+/* Reads one ExecuTorch program into units, one per method ("PATH (method NAME)" when it has
+ * several). Returns the exit status of reading. */
+static int load_executorch(const check_args *args, const char *path, input_list *units)
+{
+    tlsan_plan **plans = NULL;
+    size_t n = 0;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = tlsan_import_executorch_file(path, args->method, &plans, &n, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    int status = EXIT_CLEAN;
+    for (size_t i = 0; i < n; i++) {
+        char label[4200];
+        const char *name = tlsan_plan_name(plans[i]), *colon = name ? strchr(name, ':') : NULL;
+        if (n > 1)
+            snprintf(label, sizeof label, "%s (method %s)", path, colon ? colon + 1 : name);
+        else
+            snprintf(label, sizeof label, "%s", path);
+        input *in = input_push(units, label);
+        if (!in) {
+            fprintf(stderr, "tlsan: error: out of memory\n");
+            status = EXIT_INVALID;
+            break;
+        }
+        in->plan = plans[i];
+        plans[i] = NULL;
+    }
+    tlsan_executorch_plans_free(plans, n);
+    return status;
+}
+
 /* Reads one file into units. Returns the worst exit status of reading. */
 static int load_file(const check_args *args, const char *path, input_list *units)
 {
     if (args->from == SOURCE_TRACE)
         return load_trace(args, path, units);
+    if (args->from == SOURCE_EXECUTORCH)
+        return load_executorch(args, path, units);
     input *in = input_push(units, path);
     if (!in) {
         fprintf(stderr, "tlsan: error: out of memory\n");
@@ -332,6 +378,20 @@ static int load_file(const check_args *args, const char *path, input_list *units
         return EXIT_INVALID;
     }
     return EXIT_CLEAN;
+}
+
+/* --from KIND for check and view. */
+static bool parse_from(const char *v, source *from)
+{
+    if (strcmp(v, "plan") == 0)
+        *from = SOURCE_PLAN;
+    else if (strcmp(v, "tvm") == 0)
+        *from = SOURCE_TVM;
+    else if (strcmp(v, "executorch") == 0)
+        *from = SOURCE_EXECUTORCH;
+    else
+        return false;
+    return true;
 }
 
 static int parse_check(int argc, char **argv, check_args *args, bool replay)
@@ -373,10 +433,14 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             args->svg_path = v;
         } else if (!replay && option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v)
-                return usage_error("%s needs a value: plan or tvm", a);
-            if (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0)
-                return usage_error("unknown input kind '%s' for --from (plan or tvm)", v);
-            args->from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+                return usage_error("%s needs a value: plan, tvm or executorch", a);
+            if (!parse_from(v, &args->from))
+                return usage_error("unknown input kind '%s' for --from (plan, tvm or executorch)",
+                                   v);
+        } else if (!replay && option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a method name", a);
+            args->method = v;
         } else if (replay && strcmp(a, "--no-symbolize") == 0) {
             args->symbolize = false;
         } else if (option_value(argc, argv, &i, "--max-paths", NULL, &v)) {
@@ -395,6 +459,8 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
     }
     if (args->n_files == 0)
         return usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
+    if (args->method && args->from != SOURCE_EXECUTORCH)
+        return usage_error("%s: --method needs --from executorch", cmd);
     return EXIT_CLEAN;
 }
 
@@ -526,10 +592,13 @@ static int cmd_view(int argc, char **argv)
                 return usage_error("%s needs a file name", a);
             args.out_path = v;
         } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
-            if (!v || (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0))
-                return usage_error("--from needs plan or tvm, not '%s'", v ? v : "");
-            args.from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+            if (!v || !parse_from(v, &args.from))
+                return usage_error("--from needs plan, tvm or executorch, not '%s'", v ? v : "");
             from_given = true;
+        } else if (option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a method name", a);
+            args.method = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return EXIT_CLEAN;
@@ -539,6 +608,8 @@ static int cmd_view(int argc, char **argv)
     }
     if (!file)
         return usage_error("%s: no plan or trace given", "view");
+    if (args.method && args.from != SOURCE_EXECUTORCH)
+        return usage_error("%s: --method needs --from executorch", "view");
     if (!from_given && view_file_is_trace(file))
         args.from = SOURCE_TRACE;
     input_list units = {0};
@@ -619,12 +690,61 @@ static int cmd_export(int argc, char **argv)
 
 /* ---- import ---- */
 
+/* tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json] */
+static int import_executorch(int argc, char **argv)
+{
+    const char *method = NULL, *v;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    int n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        if (option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0]) {
+                free(rest);
+                return usage_error("%s needs a method name", "--method");
+            }
+            method = v;
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    const char *program, *out_path;
+    int usage = parse_one_input(n_rest, rest, "import executorch", &program, &out_path);
+    free(rest);
+    if (usage >= 0)
+        return usage;
+    tlsan_plan **plans = NULL;
+    size_t n = 0;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = tlsan_import_executorch_file(program, method, &plans, &n, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(program, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    FILE *out = open_output(out_path);
+    if (!out) {
+        tlsan_executorch_plans_free(plans, n);
+        return EXIT_INVALID;
+    }
+    bool write_failed = tlsan_executorch_write(plans, n, out, true) != TLSAN_OK;
+    tlsan_executorch_plans_free(plans, n);
+    return close_output(out, out_path, write_failed);
+}
+
 static int cmd_import(int argc, char **argv)
 {
     if (argc < 1)
-        return usage_error("%s: which format? (tlsan import tvm GRAPH.json)", "import");
+        return usage_error("%s: which format? (tlsan import tvm GRAPH.json, or executorch "
+                           "PROGRAM.pte)",
+                           "import");
+    if (strcmp(argv[0], "executorch") == 0)
+        return import_executorch(argc - 1, argv + 1);
     if (strcmp(argv[0], "tvm") != 0)
-        return usage_error("cannot import '%s': only 'tvm' is known", argv[0]);
+        return usage_error("cannot import '%s': 'tvm' and 'executorch' are known", argv[0]);
     const char *graph, *out_path;
     int usage = parse_one_input(argc - 1, argv + 1, "import tvm", &graph, &out_path);
     if (usage >= 0)
