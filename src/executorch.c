@@ -23,6 +23,8 @@
 /* An op in more forward jumps than this is refused: real programs nest a few levels, and
  * the cap keeps a hostile program's branch lists linear in its size. */
 #define MAX_JUMP_NESTING 64
+/* The tensors one value may hold after moves on different branch arms. */
+#define MAX_SOURCES 8
 
 /* ---- the file's framing ---- */
 
@@ -160,7 +162,10 @@ typedef struct method_ctx {
     size_t n_values;
     char (*names)[24]; /* "v<INDEX>" per value */
     uint64_t *bytes;   /* per planned tensor value */
-    size_t *alias;     /* the value a value stands for after moves (itself at first) */
+    /* What each value holds: itself at first; after a move, the move source's contents
+     * (and, after a move that runs only on some paths, its own too). */
+    size_t (*alias)[MAX_SOURCES];
+    uint8_t *n_alias;
     bool *has_value;   /* per value: holds data when the current instruction runs */
     bool *written;     /* per value: some instruction may write it (for constant jumps) */
     size_t *first_at;  /* scratch per value: first position in an instruction's args */
@@ -314,34 +319,9 @@ static int vlist_push(vlist *l, size_t v)
     return 0;
 }
 
-/* What value v holds now: the value whose data it was given (itself, or a move's source).
- * A list's members are looked up when it is used, as the runtime's boxed lists do; a member
- * that holds no tensor then (the runtime would refuse it) stands for nothing. */
-static size_t content_of(const method_ctx *c, size_t v)
+/* Gives planned tensor t (a value's content) the role bits `role`. */
+static void mark_tensor(method_ctx *c, size_t t, uint8_t role)
 {
-    return c->alias[v];
-}
-
-/* Gives the planned tensors value v stands for (itself, or a list's members) the role bits
- * `role`. */
-static void mark(method_ctx *c, size_t v, uint8_t role)
-{
-    size_t t = content_of(c, v);
-    const et_value *val = &c->values[t];
-    if (val->type == ET_VAL_TENSOR_LIST || val->type == ET_VAL_OPTIONAL_TENSOR_LIST) {
-        for (size_t k = 0; k < val->items.n; k++) {
-            int64_t item = c->p->ints[val->items.start + k];
-            if (item < 0)
-                continue;
-            size_t m = content_of(c, (size_t)item);
-            if (!is_planned(c, m))
-                continue;
-            if (!c->role[m])
-                c->touched[c->n_touched++] = m;
-            c->role[m] |= role;
-        }
-        return;
-    }
     if (!is_planned(c, t))
         return;
     if (!c->role[t])
@@ -349,35 +329,89 @@ static void mark(method_ctx *c, size_t v, uint8_t role)
     c->role[t] |= role;
 }
 
-/* Whether value v holds data now: every planned tensor it stands for does. */
-static bool holds_value(const method_ctx *c, size_t v)
+/* Gives the planned tensors value v may hold (itself, a move's sources, or a list's
+ * members) the role bits `role`. A list's members are looked up when it is used, as the
+ * runtime's boxed lists do; a member holding a list then (which the runtime would refuse)
+ * stands for nothing. */
+static void mark(method_ctx *c, size_t v, uint8_t role)
 {
-    size_t t = content_of(c, v);
-    const et_value *val = &c->values[t];
-    if (val->type == ET_VAL_TENSOR_LIST || val->type == ET_VAL_OPTIONAL_TENSOR_LIST) {
+    for (size_t i = 0; i < c->n_alias[v]; i++) {
+        const et_value *val = &c->values[c->alias[v][i]];
+        if (val->type != ET_VAL_TENSOR_LIST && val->type != ET_VAL_OPTIONAL_TENSOR_LIST) {
+            mark_tensor(c, c->alias[v][i], role);
+            continue;
+        }
         for (size_t k = 0; k < val->items.n; k++) {
             int64_t item = c->p->ints[val->items.start + k];
-            if (item >= 0 && !c->has_value[content_of(c, (size_t)item)])
-                return false;
+            for (size_t j = 0; item >= 0 && j < c->n_alias[item]; j++)
+                mark_tensor(c, c->alias[item][j], role);
         }
-        return true;
     }
-    return c->has_value[t];
+}
+
+/* Whether value v holds data now: every planned tensor it may hold does. */
+static bool holds_value(const method_ctx *c, size_t v)
+{
+    for (size_t i = 0; i < c->n_alias[v]; i++) {
+        size_t t = c->alias[v][i];
+        const et_value *val = &c->values[t];
+        if (val->type != ET_VAL_TENSOR_LIST && val->type != ET_VAL_OPTIONAL_TENSOR_LIST) {
+            if (!c->has_value[t])
+                return false;
+            continue;
+        }
+        for (size_t k = 0; k < val->items.n; k++) {
+            int64_t item = c->p->ints[val->items.start + k];
+            for (size_t j = 0; item >= 0 && j < c->n_alias[item]; j++)
+                if (!c->has_value[c->alias[item][j]])
+                    return false;
+        }
+    }
+    return true;
+}
+
+/* A MoveCall copies the EValue: `to` holds what `from` holds. One that runs on every path
+ * replaces what `to` held; one in a branch arm or loop adds to it (on other paths `to` keeps
+ * its old contents). Returns false when a value would hold more than MAX_SOURCES tensors. */
+static bool move_value(method_ctx *c, size_t from, size_t to, bool everywhere)
+{
+    size_t merged[2 * MAX_SOURCES], n = 0;
+    for (size_t i = 0; i < c->n_alias[from]; i++)
+        merged[n++] = c->alias[from][i];
+    for (size_t i = 0; !everywhere && i < c->n_alias[to]; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = merged[k] == c->alias[to][i];
+        if (!dup)
+            merged[n++] = c->alias[to][i];
+    }
+    if (n > MAX_SOURCES)
+        return false;
+    memcpy(c->alias[to], merged, n * sizeof *merged);
+    c->n_alias[to] = (uint8_t)n;
+    return true;
+}
+
+/* The tensor a value holds when it holds exactly one, else SIZE_MAX. */
+static size_t content_of(const method_ctx *c, size_t v)
+{
+    return c->n_alias[v] == 1 ? c->alias[v][0] : SIZE_MAX;
 }
 
 /* The role of an argument that is no output of its call: read when it holds data. One that
  * holds none is either a view whose op the exporter elided (ExecuTorch gives a static view
  * its base's placement and runs no instruction for it: the argument is a tensor of the same
- * memory id, offset and bytes as the tensor last written there, and reads what that one
- * wrote), or scratch memory the call writes (cortex_m kernels take empty scratch tensors). */
+ * memory id, offset, bytes and scalar type as the tensor last written there, and reads what
+ * that one wrote), or scratch memory the call writes (cortex_m kernels take scratch tensors
+ * of bytes, often empty ones). */
 static uint8_t unset_arg_role(method_ctx *c, size_t v)
 {
     if (holds_value(c, v))
         return ROLE_READ;
     size_t t = content_of(c, v);
-    if (is_planned(c, t) && c->bytes[t] > 0) { /* an empty tensor shows no data: scratch */
+    if (t != SIZE_MAX && is_planned(c, t) && c->bytes[t] > 0) { /* an empty tensor shows no data: scratch */
         size_t w = c->latest[c->group[t]];
-        if (w != SIZE_MAX && w != t) {
+        if (w != SIZE_MAX && w != t && tensor_of(c, w)->scalar_type == tensor_of(c, t)->scalar_type) {
             c->view_of[t] = w;
             c->has_value[t] = true;
             return ROLE_READ;
@@ -414,7 +448,8 @@ static void kernel_roles(method_ctx *c, const int64_t *args, size_t n)
         size_t v = (size_t)args[k];
         bool is_return = false;
         for (size_t j = n - r; j < n && !is_return; j++)
-            is_return = content_of(c, (size_t)args[j]) == content_of(c, v);
+            is_return = (size_t)args[j] == v || (content_of(c, (size_t)args[j]) == content_of(c, v) &&
+                                                 content_of(c, v) != SIZE_MAX);
         if (!is_return)
             mark(c, v, unset_arg_role(c, v));
     }
@@ -893,8 +928,18 @@ static tlsan_status add_ops(method_ctx *c, tlsan_plan *plan, const flow *f, tlsa
                 c->role[v] = 0;
             }
             c->n_touched = 0;
-            if (in->type == ET_INSTR_MOVE)
-                c->alias[in->b] = content_of(c, (size_t)in->a);
+            if (in->type == ET_INSTR_MOVE &&
+                !move_value(c, (size_t)in->a, (size_t)in->b,
+                            f->n_conds[step] == 0 && f->loop_of[step] < 0)) {
+                char where[200];
+                snprintf(where, sizeof where, "%s.chains[%zu].instructions[%zu]", c->prefix, ch,
+                         pc);
+                st = error_failf(err, where,
+                                 "value %" PRId32 " would hold one of more than %d tensors "
+                                 "(moves on different branch arms)",
+                                 in->b, MAX_SOURCES);
+                goto out;
+            }
             size_t need = reads.n > writes.n ? reads.n : writes.n;
             if (need > cap_names) {
                 const char **r = realloc(rnames, need * sizeof *r);
@@ -947,6 +992,7 @@ static void method_ctx_free(method_ctx *c)
     free(c->names);
     free(c->bytes);
     free(c->alias);
+    free(c->n_alias);
     free(c->has_value);
     free(c->written);
     free(c->first_at);
@@ -1024,6 +1070,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     c.names = malloc(nv * sizeof *c.names);
     c.bytes = calloc(nv, sizeof *c.bytes);
     c.alias = malloc(nv * sizeof *c.alias);
+    c.n_alias = malloc(nv * sizeof *c.n_alias);
     c.has_value = calloc(nv, sizeof *c.has_value);
     c.written = calloc(nv, sizeof *c.written);
     c.first_at = malloc(nv * sizeof *c.first_at);
@@ -1041,7 +1088,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     tlsan_plan *plan = tlsan_plan_create();
     char *plan_name = NULL;
     tlsan_status st = TLSAN_OK;
-    if (!c.names || !c.bytes || !c.alias || !c.has_value || !c.written || !c.first_at ||
+    if (!c.names || !c.bytes || !c.alias || !c.n_alias || !c.has_value || !c.written || !c.first_at ||
         !c.role || !c.touched || !c.shape || !c.group || !c.latest || !c.view_of || !flags ||
         !memory || !plan) {
         st = error_nomem(err);
@@ -1049,7 +1096,8 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     }
     for (size_t v = 0; v < c.n_values; v++) {
         snprintf(c.names[v], sizeof c.names[v], "v%zu", v);
-        c.alias[v] = v;
+        c.alias[v][0] = v;
+        c.n_alias[v] = 1;
     }
     if ((st = check_values(&c, sizes, n_buffers, err)) || (st = check_instrs(&c, err)) ||
         (st = check_names(&c, err)) ||

@@ -8,6 +8,7 @@
 
 #include "program_generated.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,17 @@ et_str str_of(const flatbuffers::String *s)
     return r;
 }
 
-void count_method(const fb::ExecutionPlan *m, counts *c)
+/* The verifier (flatbuffers 2.0.8) aligns a vector's length field but not its elements, and
+ * the accessors load 8-byte elements through typed pointers; such a vector must be aligned
+ * to 8 bytes, as every FlatBuffers builder writes it. The buffer itself is (executorch_fb.h). */
+template <typename T> bool aligned(const flatbuffers::Vector<T> *v)
+{
+    return !v || reinterpret_cast<uintptr_t>(v->Data()) % sizeof(T) == 0;
+}
+
+/* Counts what method m needs; false (with why) for a misaligned 8-byte vector. */
+bool count_method(const fb::ExecutionPlan *m, counts *c, size_t index, char *why,
+                  size_t why_bytes)
 {
     const auto *values = m->values();
     c->values += len_of(values);
@@ -50,8 +61,16 @@ void count_method(const fb::ExecutionPlan *m, counts *c)
             }
             break;
         case fb::KernelTypes_IntList:
-            if (const fb::IntList *l = v->val_as_IntList())
+            if (const fb::IntList *l = v->val_as_IntList()) {
+                if (!aligned(l->items())) {
+                    snprintf(why, why_bytes,
+                             "execution_plan[%zu].values[%zu]: the items of an IntList are not "
+                             "aligned to 8 bytes",
+                             index, i);
+                    return false;
+                }
                 c->ints += len_of(l->items());
+            }
             break;
         case fb::KernelTypes_TensorList:
             if (const fb::TensorList *l = v->val_as_TensorList())
@@ -64,6 +83,11 @@ void count_method(const fb::ExecutionPlan *m, counts *c)
         default:
             break;
         }
+    }
+    if (!aligned(m->non_const_buffer_sizes())) {
+        snprintf(why, why_bytes,
+                 "execution_plan[%zu].non_const_buffer_sizes is not aligned to 8 bytes", index);
+        return false;
     }
     c->ints += len_of(m->inputs()) + len_of(m->outputs()) + len_of(m->non_const_buffer_sizes());
     const auto *chains = m->chains();
@@ -82,6 +106,7 @@ void count_method(const fb::ExecutionPlan *m, counts *c)
     c->operators += len_of(m->operators());
     c->delegates += len_of(m->delegates());
     c->devices += len_of(m->non_const_buffer_device());
+    return true;
 }
 
 /* Appends a vector of integers to the pool. */
@@ -266,7 +291,8 @@ extern "C" et_fb_status et_fb_read(const uint8_t *buf, size_t len, et_program **
     const auto *plans = prog->execution_plan();
     c.methods = len_of(plans);
     for (size_t i = 0; i < c.methods; i++)
-        count_method(plans->Get((flatbuffers::uoffset_t)i), &c);
+        if (!count_method(plans->Get((flatbuffers::uoffset_t)i), &c, i, why, why_bytes))
+            return ET_FB_INVALID;
     c.segments = len_of(prog->segments());
 
     et_program *p = static_cast<et_program *>(calloc(1, sizeof *p));
