@@ -37,17 +37,7 @@ et_str str_of(const flatbuffers::String *s)
     return r;
 }
 
-/* The verifier (flatbuffers 2.0.8) aligns a vector's length field but not its elements, and
- * the accessors load 8-byte elements through typed pointers; such a vector must be aligned
- * to 8 bytes, as every FlatBuffers builder writes it. The buffer itself is (executorch_fb.h). */
-template <typename T> bool aligned(const flatbuffers::Vector<T> *v)
-{
-    return !v || reinterpret_cast<uintptr_t>(v->Data()) % sizeof(T) == 0;
-}
-
-/* Counts what method m needs; false (with why) for a misaligned 8-byte vector. */
-bool count_method(const fb::ExecutionPlan *m, counts *c, size_t index, char *why,
-                  size_t why_bytes)
+void count_method(const fb::ExecutionPlan *m, counts *c)
 {
     const auto *values = m->values();
     c->values += len_of(values);
@@ -61,16 +51,8 @@ bool count_method(const fb::ExecutionPlan *m, counts *c, size_t index, char *why
             }
             break;
         case fb::KernelTypes_IntList:
-            if (const fb::IntList *l = v->val_as_IntList()) {
-                if (!aligned(l->items())) {
-                    snprintf(why, why_bytes,
-                             "execution_plan[%zu].values[%zu]: the items of an IntList are not "
-                             "aligned to 8 bytes",
-                             index, i);
-                    return false;
-                }
+            if (const fb::IntList *l = v->val_as_IntList())
                 c->ints += len_of(l->items());
-            }
             break;
         case fb::KernelTypes_TensorList:
             if (const fb::TensorList *l = v->val_as_TensorList())
@@ -83,11 +65,6 @@ bool count_method(const fb::ExecutionPlan *m, counts *c, size_t index, char *why
         default:
             break;
         }
-    }
-    if (!aligned(m->non_const_buffer_sizes())) {
-        snprintf(why, why_bytes,
-                 "execution_plan[%zu].non_const_buffer_sizes is not aligned to 8 bytes", index);
-        return false;
     }
     c->ints += len_of(m->inputs()) + len_of(m->outputs()) + len_of(m->non_const_buffer_sizes());
     const auto *chains = m->chains();
@@ -106,15 +83,22 @@ bool count_method(const fb::ExecutionPlan *m, counts *c, size_t index, char *why
     c->operators += len_of(m->operators());
     c->delegates += len_of(m->delegates());
     c->devices += len_of(m->non_const_buffer_device());
-    return true;
 }
 
-/* Appends a vector of integers to the pool. */
+/* Appends a vector of integers to the pool. The verifier (flatbuffers 2.0.8) aligns a
+ * vector's length field but not its elements, and flatc 2.0.8 itself writes vectors of
+ * 8-byte integers at 4-byte alignment; Vector::Get() would load them through a misaligned
+ * pointer, so the elements are copied byte-wise (FlatBuffers is little-endian, as is every
+ * host tlsan builds on: flatbuffers/base.h refuses others unless told). */
 template <typename T> et_span put_ints(et_program *p, size_t *n_ints, const flatbuffers::Vector<T> *v)
 {
     et_span s = {*n_ints, len_of(v)};
-    for (size_t i = 0; i < s.n; i++)
-        p->ints[(*n_ints)++] = (int64_t)v->Get((flatbuffers::uoffset_t)i);
+    const uint8_t *data = s.n ? reinterpret_cast<const uint8_t *>(v->Data()) : NULL;
+    for (size_t i = 0; i < s.n; i++) {
+        T x;
+        memcpy(&x, data + i * sizeof(T), sizeof(T));
+        p->ints[(*n_ints)++] = (int64_t)flatbuffers::EndianScalar(x);
+    }
     return s;
 }
 
@@ -291,8 +275,7 @@ extern "C" et_fb_status et_fb_read(const uint8_t *buf, size_t len, et_program **
     const auto *plans = prog->execution_plan();
     c.methods = len_of(plans);
     for (size_t i = 0; i < c.methods; i++)
-        if (!count_method(plans->Get((flatbuffers::uoffset_t)i), &c, i, why, why_bytes))
-            return ET_FB_INVALID;
+        count_method(plans->Get((flatbuffers::uoffset_t)i), &c);
     c.segments = len_of(prog->segments());
 
     et_program *p = static_cast<et_program *>(calloc(1, sizeof *p));
