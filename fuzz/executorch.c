@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tlsan_plan **plans = NULL;
     size_t n = 0;
     tlsan_error err;
-    tlsan_status st = tlsan_import_executorch_buffer(data, size, "fuzz.pte", NULL, &plans, &n, &err);
+    tlsan_status st =
+        tlsan_import_executorch_buffer(data, size, "fuzz.pte", NULL, &plans, &n, &err);
     if (st != TLSAN_OK && st != TLSAN_ERR_INVALID)
         abort();
     for (size_t i = 0; i < n; i++) {

@@ -51,8 +51,9 @@ static tlsan_status read_framing(const uint8_t *b, size_t len, framing *fr, tlsa
     memset(fr, 0, sizeof *fr);
     fr->program_bytes = len;
     if (len < 8)
-        return error_failf(err, "", "not an ExecuTorch program: %zu bytes, too short for a "
-                                    "FlatBuffer (at least 8)",
+        return error_failf(err, "",
+                           "not an ExecuTorch program: %zu bytes, too short for a "
+                           "FlatBuffer (at least 8)",
                            len);
     if (memcmp(b + 4, "ET12", 4) != 0)
         return error_failf(err, "",
@@ -62,8 +63,7 @@ static tlsan_status read_framing(const uint8_t *b, size_t len, framing *fr, tlsa
         return TLSAN_OK;
     if (len < 32)
         return error_failf(err, "extended header",
-                           "truncated: the file ends inside the extended header (%zu bytes)",
-                           len);
+                           "truncated: the file ends inside the extended header (%zu bytes)", len);
     uint32_t header_len = le32(b + 12);
     if (header_len < 24 || header_len > len - 8)
         return error_failf(err, "extended header",
@@ -94,13 +94,13 @@ static tlsan_status check_segments(const et_program *p, const framing *fr, size_
     for (size_t i = 0; i < p->n_segments; i++) {
         uint64_t end = p->segment_ends[i];
         if (end > UINT64_MAX - fr->segment_base || fr->segment_base + end > len)
-            return error_failf(err, "segments", "truncated: data segment %zu ends at byte %s%" PRIu64
-                                                " (segment base %" PRIu64 " + %" PRIu64
-                                                "), past the end of the file (%zu bytes)",
-                               i, end > UINT64_MAX - fr->segment_base ? "> " : "",
-                               end > UINT64_MAX - fr->segment_base ? UINT64_MAX
-                                                                   : fr->segment_base + end,
-                               fr->segment_base, end, len);
+            return error_failf(
+                err, "segments",
+                "truncated: data segment %zu ends at byte %s%" PRIu64 " (segment base %" PRIu64
+                " + %" PRIu64 "), past the end of the file (%zu bytes)",
+                i, end > UINT64_MAX - fr->segment_base ? "> " : "",
+                end > UINT64_MAX - fr->segment_base ? UINT64_MAX : fr->segment_base + end,
+                fr->segment_base, end, len);
     }
     return TLSAN_OK;
 }
@@ -166,11 +166,11 @@ typedef struct method_ctx {
      * (and, after a move that runs only on some paths, its own too). */
     size_t (*alias)[MAX_SOURCES];
     uint8_t *n_alias;
-    bool *has_value;   /* per value: holds data when the current instruction runs */
-    bool *written;     /* per value: some instruction may write it (for constant jumps) */
-    size_t *first_at;  /* scratch per value: first position in an instruction's args */
-    uint8_t *role;     /* scratch per value: ROLE_* bits within the current instruction */
-    size_t *touched;   /* the values whose role is set, to reset them */
+    bool *has_value;  /* per value: holds data when the current instruction runs */
+    bool *written;    /* per value: some instruction may write it (for constant jumps) */
+    size_t *first_at; /* scratch per value: first position in an instruction's args */
+    uint8_t *role;    /* scratch per value: ROLE_* bits within the current instruction */
+    size_t *touched;  /* the values whose role is set, to reset them */
     size_t n_touched;
     uint64_t *shape; /* scratch for one tensor's extents */
     /* Placements: planned tensors with equal memory id, offset and bytes form a group;
@@ -197,8 +197,8 @@ static bool is_planned(const method_ctx *c, size_t v)
     return t && t->planned;
 }
 
-static tlsan_status check_text(const et_str *s, bool required, tlsan_error *err,
-                               const char *where, const char *what)
+static tlsan_status check_text(const et_str *s, bool required, tlsan_error *err, const char *where,
+                               const char *what)
 {
     if (!s->s || s->len == 0) {
         if (!required)
@@ -409,9 +409,11 @@ static uint8_t unset_arg_role(method_ctx *c, size_t v)
     if (holds_value(c, v))
         return ROLE_READ;
     size_t t = content_of(c, v);
-    if (t != SIZE_MAX && is_planned(c, t) && c->bytes[t] > 0) { /* an empty tensor shows no data: scratch */
+    if (t != SIZE_MAX && is_planned(c, t) &&
+        c->bytes[t] > 0) { /* an empty tensor shows no data: scratch */
         size_t w = c->latest[c->group[t]];
-        if (w != SIZE_MAX && w != t && tensor_of(c, w)->scalar_type == tensor_of(c, t)->scalar_type) {
+        if (w != SIZE_MAX && w != t &&
+            tensor_of(c, w)->scalar_type == tensor_of(c, t)->scalar_type) {
             c->view_of[t] = w;
             c->has_value[t] = true;
             return ROLE_READ;
@@ -448,8 +450,9 @@ static void kernel_roles(method_ctx *c, const int64_t *args, size_t n)
         size_t v = (size_t)args[k];
         bool is_return = false;
         for (size_t j = n - r; j < n && !is_return; j++)
-            is_return = (size_t)args[j] == v || (content_of(c, (size_t)args[j]) == content_of(c, v) &&
-                                                 content_of(c, v) != SIZE_MAX);
+            is_return =
+                (size_t)args[j] == v || (content_of(c, (size_t)args[j]) == content_of(c, v) &&
+                                         content_of(c, v) != SIZE_MAX);
         if (!is_return)
             mark(c, v, unset_arg_role(c, v));
     }
@@ -516,8 +519,7 @@ static tlsan_status build_flow(method_ctx *c, size_t n_ops, flow *f, tlsan_error
     f->loop_of = malloc((n_ops + 1) * sizeof *f->loop_of);
     interval *loops = malloc((n_ops + 1) * sizeof *loops);
     tlsan_status st = TLSAN_OK;
-    if (!f->cond_start || !f->n_conds || !f->if_names || !f->loop_names || !f->loop_of ||
-        !loops) {
+    if (!f->cond_start || !f->n_conds || !f->if_names || !f->loop_names || !f->loop_of || !loops) {
         st = error_nomem(err);
         goto out;
     }
@@ -560,8 +562,8 @@ static tlsan_status build_flow(method_ctx *c, size_t n_ops, flow *f, tlsan_error
                 }
                 if (pass == 1) {
                     if (chain_prefixed(c))
-                        snprintf(f->if_names[at], sizeof f->if_names[at], "c%zu.jump_false@%zu",
-                                 ch, pc);
+                        snprintf(f->if_names[at], sizeof f->if_names[at], "c%zu.jump_false@%zu", ch,
+                                 pc);
                     else
                         snprintf(f->if_names[at], sizeof f->if_names[at], "jump_false@%zu", pc);
                 }
@@ -673,8 +675,8 @@ static tlsan_status check_instrs(method_ctx *c, tlsan_error *err)
                 if (st == TLSAN_OK && (in->b < 0 || (size_t)in->b > chain->n_instr)) {
                     snprintf(sub, sizeof sub, "%s.instr_args.destination_instruction", where);
                     st = error_failf(err, sub,
-                                     "destination %" PRId32 " is outside the chain (0..%zu)",
-                                     in->b, chain->n_instr);
+                                     "destination %" PRId32 " is outside the chain (0..%zu)", in->b,
+                                     chain->n_instr);
                 }
                 break;
             case ET_INSTR_FREE:
@@ -1049,10 +1051,9 @@ static int group_placements(method_ctx *c)
     return 0;
 }
 
-
 /* Builds the plan of method `mi`, named "BASE:NAME" (NAME alone without a base). */
-static tlsan_status build_method(const et_program *p, size_t mi, const char *base,
-                                 tlsan_plan **out, tlsan_error *err)
+static tlsan_status build_method(const et_program *p, size_t mi, const char *base, tlsan_plan **out,
+                                 tlsan_error *err)
 {
     *out = NULL;
     const et_method *m = &p->methods[mi];
@@ -1088,9 +1089,9 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     tlsan_plan *plan = tlsan_plan_create();
     char *plan_name = NULL;
     tlsan_status st = TLSAN_OK;
-    if (!c.names || !c.bytes || !c.alias || !c.n_alias || !c.has_value || !c.written || !c.first_at ||
-        !c.role || !c.touched || !c.shape || !c.group || !c.latest || !c.view_of || !flags ||
-        !memory || !plan) {
+    if (!c.names || !c.bytes || !c.alias || !c.n_alias || !c.has_value || !c.written ||
+        !c.first_at || !c.role || !c.touched || !c.shape || !c.group || !c.latest || !c.view_of ||
+        !flags || !memory || !plan) {
         st = error_nomem(err);
         goto out;
     }
@@ -1108,8 +1109,8 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
      * tensors with data in the file (constants, mutable buffers), and the method's inputs. */
     for (size_t v = 0; v < c.n_values; v++) {
         const et_tensor *t = tensor_of(&c, v);
-        c.has_value[v] = !t || !t->planned || t->data_buffer_idx > 0 ||
-                         (flags[v] & TLSAN_TENSOR_INPUT);
+        c.has_value[v] =
+            !t || !t->planned || t->data_buffer_idx > 0 || (flags[v] & TLSAN_TENSOR_INPUT);
     }
     find_written(&c);
     if (group_placements(&c) != 0) {
@@ -1130,8 +1131,8 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
         st = error_nomem(err);
         goto out;
     }
-    snprintf(plan_name, name_len, "%s%s%.*s", base ? base : "", base ? ":" : "",
-             (int)m->name.len, method);
+    snprintf(plan_name, name_len, "%s%s%.*s", base ? base : "", base ? ":" : "", (int)m->name.len,
+             method);
     if (tlsan_plan_set_name(plan, plan_name) != TLSAN_OK) {
         st = error_nomem(err);
         goto out;
@@ -1194,8 +1195,8 @@ static tlsan_status check_methods(const et_program *p, const char *method, size_
             return st;
         for (size_t j = 0; j < i; j++)
             if (p->methods[j].name.len == n->len && memcmp(p->methods[j].name.s, n->s, n->len) == 0)
-                return error_failf(err, where, "two methods are named '%s' (%zu and %zu)", n->s,
-                                   j, i);
+                return error_failf(err, where, "two methods are named '%s' (%zu and %zu)", n->s, j,
+                                   i);
         if (method && strlen(method) == n->len && memcmp(method, n->s, n->len) == 0)
             *only = i;
     }
@@ -1225,8 +1226,8 @@ static tlsan_status apply_overrides(et_program *p, const et_import_options *opt,
             error_status(err, TLSAN_ERR_ARG, "");
             if (err)
                 snprintf(err->what, sizeof err->what,
-                         "override %zu: method %zu value %zu is not a planned tensor", k,
-                         o->method, o->value);
+                         "override %zu: method %zu value %zu is not a planned tensor", k, o->method,
+                         o->value);
             return TLSAN_ERR_ARG;
         }
         p->tensors[v->tensor].memory_id = o->memory_id;
@@ -1265,8 +1266,9 @@ tlsan_status et_import_buffer_ex(const void *data, size_t bytes, const char *lab
     if (st != TLSAN_OK)
         goto out;
     if (fr.program_bytes > MAX_FLATBUFFER_BYTES) {
-        st = error_failf(err, "", "the FlatBuffer is %" PRIu64 " bytes, more than FlatBuffers "
-                                  "can address (2^31-1)",
+        st = error_failf(err, "",
+                         "the FlatBuffer is %" PRIu64 " bytes, more than FlatBuffers "
+                         "can address (2^31-1)",
                          fr.program_bytes);
         goto out;
     }
@@ -1322,8 +1324,8 @@ tlsan_status tlsan_import_executorch_buffer(const void *data, size_t bytes, cons
     return et_import_buffer_ex(data, bytes, label, method, NULL, plans, n_plans, err);
 }
 
-tlsan_status tlsan_import_executorch_file(const char *path, const char *method,
-                                          tlsan_plan ***plans, size_t *n_plans, tlsan_error *err)
+tlsan_status tlsan_import_executorch_file(const char *path, const char *method, tlsan_plan ***plans,
+                                          size_t *n_plans, tlsan_error *err)
 {
     if (plans)
         *plans = NULL;
@@ -1400,15 +1402,15 @@ tlsan_status tlsan_executorch_write(tlsan_plan *const *plans, size_t n_plans, FI
     static const char k_cache[] = "tlsan_plan_cache", k_plans[] = "plans", k_key[] = "key",
                       k_method[] = "method";
 #define KEY(s) yajl_gen_string(g, (const unsigned char *)(s), sizeof(s) - 1)
-    if (!GEN_OK(yajl_gen_map_open(g)) || !GEN_OK(KEY(k_cache)) ||
-        !GEN_OK(yajl_gen_integer(g, 1)) || !GEN_OK(KEY(k_plans)) || !GEN_OK(yajl_gen_array_open(g)))
+    if (!GEN_OK(yajl_gen_map_open(g)) || !GEN_OK(KEY(k_cache)) || !GEN_OK(yajl_gen_integer(g, 1)) ||
+        !GEN_OK(KEY(k_plans)) || !GEN_OK(yajl_gen_array_open(g)))
         goto out;
     for (size_t i = 0; i < n_plans; i++) {
         const char *name = tlsan_plan_name(plans[i]);
         const char *colon = name ? strchr(name, ':') : NULL;
         const char *m = colon ? colon + 1 : name ? name : "";
-        if (!GEN_OK(yajl_gen_map_open(g)) || !GEN_OK(KEY(k_key)) ||
-            !GEN_OK(yajl_gen_map_open(g)) || !GEN_OK(KEY(k_method)) ||
+        if (!GEN_OK(yajl_gen_map_open(g)) || !GEN_OK(KEY(k_key)) || !GEN_OK(yajl_gen_map_open(g)) ||
+            !GEN_OK(KEY(k_method)) ||
             !GEN_OK(yajl_gen_string(g, (const unsigned char *)m, strlen(m))) ||
             !GEN_OK(yajl_gen_map_close(g)))
             goto out;

@@ -15,7 +15,8 @@
 
 namespace fb = executorch_flatbuffer;
 
-namespace {
+namespace
+{
 
 /* How many records of each kind a program needs. */
 struct counts {
@@ -90,7 +91,8 @@ void count_method(const fb::ExecutionPlan *m, counts *c)
  * 8-byte integers at 4-byte alignment; Vector::Get() would load them through a misaligned
  * pointer, so the elements are copied byte-wise (FlatBuffers is little-endian, as is every
  * host tlsan builds on: flatbuffers/base.h refuses others unless told). */
-template <typename T> et_span put_ints(et_program *p, size_t *n_ints, const flatbuffers::Vector<T> *v)
+template <typename T>
+et_span put_ints(et_program *p, size_t *n_ints, const flatbuffers::Vector<T> *v)
 {
     et_span s = {*n_ints, len_of(v)};
     const uint8_t *data = s.n ? reinterpret_cast<const uint8_t *>(v->Data()) : NULL;
@@ -129,8 +131,8 @@ void fill_value(filler *f, const fb::EValue *v, et_value *out)
             if (const fb::AllocationDetails *a = t->allocation_info()) {
                 e->planned = true;
                 e->memory_id = a->memory_id();
-                e->offset = (uint64_t)a->memory_offset_low() |
-                            ((uint64_t)a->memory_offset_high() << 32);
+                e->offset =
+                    (uint64_t)a->memory_offset_low() | ((uint64_t)a->memory_offset_high() << 32);
             }
             e->shape_dynamism = (int8_t)t->shape_dynamism();
             if (const fb::ExtraTensorInfo *x = t->extra_tensor_info()) {

@@ -173,7 +173,7 @@ typedef struct check_args {
     const char *svg_path; /* check --svg */
     source from;
     const char *method; /* --from executorch: only this method */
-    bool symbolize; /* replay: read function and line from the binaries */
+    bool symbolize;     /* replay: read function and line from the binaries */
     tlsan_check_options options;
     char **files;
     size_t n_files;

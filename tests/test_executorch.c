@@ -1,7 +1,7 @@
 /* Tests of the ExecuTorch importer (src/executorch.c, src/executorch_fb.cc).
  *
- * Our own programs (the JSON files of tests/executorch, written as .pte by flatc at build time) import
- * to exactly the plans in its PROGRAM.plan.json files, which were checked by hand against
+ * Our own programs (the JSON files of tests/executorch, written as .pte by flatc at build time)
+ * import to exactly the plans in its PROGRAM.plan.json files, which were checked by hand against
  * the mapping of docs/executorch.md: out-variant returns, scratch arguments, an elided view,
  * tensor lists, optional tensor lists, a delegate, a mutable buffer, several methods, moves,
  * jumps (if/else and a loop) and frees. Planted placements give exactly the right findings;
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REAL_DIR TLSAN_SHARED_DIR "/real/executorch"
+#define REAL_DIR   TLSAN_SHARED_DIR "/real/executorch"
 #define GOLDEN_DIR TLSAN_SOURCE_DIR "/tests/executorch"
 
 /* ---- helpers ---- */
@@ -226,12 +226,12 @@ static void planted_placements(void **state)
         uint64_t offset;
         const char *findings;
     } cases[] = {
-        {14, 1, 64, "live-overlap:v9,v14\n"},  /* onto v9, live at 4..5 too */
-        {8, 1, 0, "live-overlap:v4,v8\n"},     /* onto v4, whose view is read as v8 is written */
-        {14, 1, 32, ""},                       /* onto v8, dead after step 3 */
-        {13, 2, 0, "live-overlap:v13,v5\n"},   /* the input index onto the scratch buffer */
-        {5, 2, 16, "live-overlap:v13,v5\n"},   /* the scratch buffer (bytes) onto it: no view */
-        {12, 1, 160, "out-of-bounds:v12\n"},   /* past the end of mem1 */
+        {14, 1, 64, "live-overlap:v9,v14\n"}, /* onto v9, live at 4..5 too */
+        {8, 1, 0, "live-overlap:v4,v8\n"},    /* onto v4, whose view is read as v8 is written */
+        {14, 1, 32, ""},                      /* onto v8, dead after step 3 */
+        {13, 2, 0, "live-overlap:v13,v5\n"},  /* the input index onto the scratch buffer */
+        {5, 2, 16, "live-overlap:v13,v5\n"},  /* the scratch buffer (bytes) onto it: no view */
+        {12, 1, 160, "out-of-bounds:v12\n"},  /* past the end of mem1 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         et_placement_override o = {0, cases[i].value, cases[i].memory_id, cases[i].offset};
@@ -241,8 +241,7 @@ static void planted_placements(void **state)
         char *f = findings_of(r.plans[0]);
         if (strcmp(f, cases[i].findings) != 0)
             fail_msg("v%zu at mem%u+%llu: findings '%s', want '%s'", cases[i].value,
-                     cases[i].memory_id, (unsigned long long)cases[i].offset, f,
-                     cases[i].findings);
+                     cases[i].memory_id, (unsigned long long)cases[i].offset, f, cases[i].findings);
         free(f);
         tlsan_executorch_plans_free(r.plans, r.n);
     }
@@ -290,8 +289,8 @@ static void bad_files_are_refused(void **state)
          "string outside the file, misaligned, or nested too deep)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        imported r = import_ex((const uint8_t *)cases[i].bytes, cases[i].len, "bad.pte", NULL,
-                               NULL);
+        imported r =
+            import_ex((const uint8_t *)cases[i].bytes, cases[i].len, "bad.pte", NULL, NULL);
         assert_int_equal(r.st, TLSAN_ERR_INVALID);
         assert_null(r.plans);
         assert_int_equal(r.n, 0);
@@ -384,12 +383,11 @@ static void mutations_of_our_programs(void **state)
         size_t len;
         uint8_t *b = our_pte(stems[i], &len);
         mutation_counts cuts = {0};
-        mutation_counts flips = mutate(b, len, stems[i], SIZE_MAX, 3000, 0x9E3779B97F4A7C15ull + i,
-                                       &cuts);
+        mutation_counts flips =
+            mutate(b, len, stems[i], SIZE_MAX, 3000, 0x9E3779B97F4A7C15ull + i, &cuts);
         printf("%s.pte: %zu truncations (%zu refused), 3000 bit flips (%zu refused, %zu "
                "imported)\n",
-               stems[i], cuts.refused + cuts.imported, cuts.refused, flips.refused,
-               flips.imported);
+               stems[i], cuts.refused + cuts.imported, cuts.refused, flips.refused, flips.imported);
         /* flatc ends the buffer with padding, so only cuts into data must be refused: at
          * least every cut short of the last 8 bytes. */
         assert_true(cuts.refused + 8 >= len);
@@ -452,13 +450,12 @@ static void real_programs(void **state)
          * refused. The others end with FlatBuffers padding, which a cut may remove. */
         bool header = len >= 12 && memcmp(b + 8, "eh00", 4) == 0;
         mutation_counts cuts = {0};
-        mutation_counts flips = mutate(b, len, names[i], 16384, 2000, 0xC0FFEEull + (uint64_t)i,
-                                       &cuts);
+        mutation_counts flips =
+            mutate(b, len, names[i], 16384, 2000, 0xC0FFEEull + (uint64_t)i, &cuts);
         if (header && cuts.imported)
             fail_msg("%s: %zu truncations imported", names[i], cuts.imported);
         printf("%s: %zu truncations (%zu refused), 2000 bit flips (%zu refused, %zu imported)\n",
-               names[i], cuts.refused + cuts.imported, cuts.refused, flips.refused,
-               flips.imported);
+               names[i], cuts.refused + cuts.imported, cuts.refused, flips.refused, flips.imported);
         free(b);
     }
 }

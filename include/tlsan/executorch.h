@@ -18,15 +18,19 @@
  *   `input`, method outputs `output`. Tensors without `allocation_info` (constants, and
  *   tensors the caller or the runtime provides) are not in the plan.
  * - Each instruction of each chain, in order, is one op: a KernelCall "OPERATOR.OVERLOAD@I"
- *   writes its returns (the trailing arguments that repeat earlier ones: the out-variant
- *   convention; else the last argument) and reads its other arguments; a DelegateCall
- *   "delegate:ID@I" reads the arguments that hold a value when it runs and writes the
- *   others; a kernel argument that holds no value yet and is no return (a scratch buffer) is
- *   written; tensor lists and optional tensor lists stand for their tensors. A MoveCall
- *   "move@I" reads its source, and the destination names the source's tensor from then on; a
- *   FreeCall "free@I" touches nothing; a JumpFalseCall "jump_false@I" reads its condition,
- *   and makes the ops it skips a branch arm (forward) or a loop (backward).
- * - Each method's plan is named "BASE:METHOD", BASE the file name without ".pte".
+ *   writes its returns (the longest tail of its arguments that repeat earlier ones: the
+ *   out-variant convention; else the last argument) and reads its other arguments; a
+ *   DelegateCall "delegate:ID@I" writes its trailing arguments that hold no data yet (its
+ *   outputs) and reads the others. An argument read while it holds no data is a view whose
+ *   op the exporter elided when it has the placement, bytes and scalar type of the tensor
+ *   last written there (it becomes a view of that tensor), else scratch the call writes.
+ *   Tensor lists and optional tensor lists stand for their tensors. A MoveCall "move@I"
+ *   reads its source, and the destination stands for the source's tensor from then on; a
+ *   FreeCall "free@I" touches nothing; a JumpFalseCall "jump_false@I" reads its condition
+ *   and makes the ops it skips a branch arm (forward; an if/else with the emitter's
+ *   unconditional jump) or a loop (backward).
+ * - Each method's plan is named "BASE:METHOD", BASE the file name without ".pte" and with
+ *   ':' replaced by '_' (so the first ':' ends it).
  *
  * Hostile input: the FlatBuffer is verified (every offset, vector length, string, nesting
  * depth and table count inside the file) with the reader flatc generates from ExecuTorch's
@@ -80,8 +84,8 @@ TLSAN_API void tlsan_executorch_plans_free(tlsan_plan **plans, size_t n_plans);
 /** Writes imported plans as JSON: one plan for one method, else a plan cache whose plans
  *  carry the key {"method": NAME} (NAME: the part of the plan name after "BASE:").
  *  TLSAN_ERR_IO when the stream fails, TLSAN_ERR_ARG for NULL or no plans. */
-TLSAN_API tlsan_status tlsan_executorch_write(tlsan_plan *const *plans, size_t n_plans,
-                                              FILE *out, bool pretty);
+TLSAN_API tlsan_status tlsan_executorch_write(tlsan_plan *const *plans, size_t n_plans, FILE *out,
+                                              bool pretty);
 
 #ifdef __cplusplus
 }
