@@ -25,6 +25,9 @@
 #define MAX_JUMP_NESTING 64
 /* The tensors one value may hold after moves on different branch arms. */
 #define MAX_SOURCES 8
+/* Accesses one method may expand to (tensor lists count each member at each use): real
+ * programs have thousands; the cap keeps a hostile program's import time bounded. */
+#define MAX_ACCESSES (1u << 26)
 
 /* ---- the file's framing ---- */
 
@@ -156,7 +159,6 @@ enum { ROLE_NONE = 0, ROLE_READ = 1, ROLE_WRITE = 2 };
 typedef struct method_ctx {
     const et_program *p;
     const et_method *m;
-    size_t mi;          /* index of the method in the program */
     const char *prefix; /* "execution_plan[I]" */
     const et_value *values;
     size_t n_values;
@@ -177,6 +179,8 @@ typedef struct method_ctx {
      * latest[group] is the value its bytes were last written through. */
     size_t *group, *latest;
     size_t *view_of; /* per value: the tensor it is an elided view of, SIZE_MAX for none */
+    bool *is_ret;    /* scratch per value: a return of the current kernel call */
+    size_t work;     /* accesses expanded so far, against MAX_ACCESSES */
 } method_ctx;
 
 /* Op and if names carry their chain only when the method has several. */
@@ -221,8 +225,7 @@ static tlsan_status check_index(const method_ctx *c, int64_t v, tlsan_error *err
 
 /* Every value: a known type with its table, lists naming existing values, and for each
  * planned tensor a known scalar type, sizes that count in bytes and a planned buffer. */
-static tlsan_status check_values(method_ctx *c, const int64_t *buffer_sizes, size_t n_buffers,
-                                 tlsan_error *err)
+static tlsan_status check_values(method_ctx *c, size_t n_buffers, tlsan_error *err)
 {
     char where[200];
     for (size_t v = 0; v < c->n_values; v++) {
@@ -282,7 +285,6 @@ static tlsan_status check_values(method_ctx *c, const int64_t *buffer_sizes, siz
                                n_buffers ? n_buffers - 1 : 0);
         if (t->offset > (uint64_t)INT64_MAX)
             return error_failf(err, where, "the offset %" PRIu64 " exceeds 2^63-1", t->offset);
-        (void)buffer_sizes;
     }
     return TLSAN_OK;
 }
@@ -322,6 +324,7 @@ static int vlist_push(vlist *l, size_t v)
 /* Gives planned tensor t (a value's content) the role bits `role`. */
 static void mark_tensor(method_ctx *c, size_t t, uint8_t role)
 {
+    c->work++;
     if (!is_planned(c, t))
         return;
     if (!c->role[t])
@@ -341,7 +344,7 @@ static void mark(method_ctx *c, size_t v, uint8_t role)
             mark_tensor(c, c->alias[v][i], role);
             continue;
         }
-        for (size_t k = 0; k < val->items.n; k++) {
+        for (size_t k = 0; k < val->items.n && c->work <= MAX_ACCESSES; k++) {
             int64_t item = c->p->ints[val->items.start + k];
             for (size_t j = 0; item >= 0 && j < c->n_alias[item]; j++)
                 mark_tensor(c, c->alias[item][j], role);
@@ -350,7 +353,7 @@ static void mark(method_ctx *c, size_t v, uint8_t role)
 }
 
 /* Whether value v holds data now: every planned tensor it may hold does. */
-static bool holds_value(const method_ctx *c, size_t v)
+static bool holds_value(method_ctx *c, size_t v)
 {
     for (size_t i = 0; i < c->n_alias[v]; i++) {
         size_t t = c->alias[v][i];
@@ -360,7 +363,7 @@ static bool holds_value(const method_ctx *c, size_t v)
                 return false;
             continue;
         }
-        for (size_t k = 0; k < val->items.n; k++) {
+        for (size_t k = 0; k < val->items.n && c->work <= MAX_ACCESSES; k++, c->work++) {
             int64_t item = c->p->ints[val->items.start + k];
             for (size_t j = 0; item >= 0 && j < c->n_alias[item]; j++)
                 if (!c->has_value[c->alias[item][j]])
@@ -444,17 +447,23 @@ static void kernel_roles(method_ctx *c, const int64_t *args, size_t n)
     }
     if (r == 0)
         r = 1;
-    for (size_t k = n - r; k < n; k++)
-        mark(c, (size_t)args[k], ROLE_WRITE);
+    for (size_t k = n - r; k < n; k++) {
+        size_t v = (size_t)args[k], t = content_of(c, v);
+        mark(c, v, ROLE_WRITE);
+        c->is_ret[v] = true;
+        if (t != SIZE_MAX)
+            c->is_ret[t] = true;
+    }
     for (size_t k = 0; k < n - r; k++) {
-        size_t v = (size_t)args[k];
-        bool is_return = false;
-        for (size_t j = n - r; j < n && !is_return; j++)
-            is_return =
-                (size_t)args[j] == v || (content_of(c, (size_t)args[j]) == content_of(c, v) &&
-                                         content_of(c, v) != SIZE_MAX);
-        if (!is_return)
+        size_t v = (size_t)args[k], t = content_of(c, v);
+        if (!c->is_ret[v] && !(t != SIZE_MAX && c->is_ret[t]))
             mark(c, v, unset_arg_role(c, v));
+    }
+    for (size_t k = n - r; k < n; k++) {
+        size_t v = (size_t)args[k], t = content_of(c, v);
+        c->is_ret[v] = false;
+        if (t != SIZE_MAX)
+            c->is_ret[t] = false;
     }
 }
 
@@ -479,6 +488,7 @@ typedef struct flow {
     char (*if_names)[64]; /* per op that is a conditional jump: its if's name */
     char (*loop_names)[64];
     ptrdiff_t *loop_of; /* per op: index into loop_names, -1 for none */
+    bool *ends_then;    /* per op: a conditional forward jump lands right after it */
 } flow;
 
 static void flow_free(flow *f)
@@ -489,6 +499,7 @@ static void flow_free(flow *f)
     free(f->if_names);
     free(f->loop_names);
     free(f->loop_of);
+    free(f->ends_then);
 }
 
 typedef struct interval {
@@ -517,14 +528,26 @@ static tlsan_status build_flow(method_ctx *c, size_t n_ops, flow *f, tlsan_error
     f->if_names = calloc(n_ops + 1, sizeof *f->if_names);
     f->loop_names = calloc(n_ops + 1, sizeof *f->loop_names);
     f->loop_of = malloc((n_ops + 1) * sizeof *f->loop_of);
+    f->ends_then = calloc(n_ops + 1, sizeof *f->ends_then);
     interval *loops = malloc((n_ops + 1) * sizeof *loops);
     tlsan_status st = TLSAN_OK;
-    if (!f->cond_start || !f->n_conds || !f->if_names || !f->loop_names || !f->loop_of || !loops) {
+    if (!f->cond_start || !f->n_conds || !f->if_names || !f->loop_names || !f->loop_of ||
+        !f->ends_then || !loops) {
         st = error_nomem(err);
         goto out;
     }
     for (size_t i = 0; i < n_ops; i++)
         f->loop_of[i] = -1;
+    for (size_t ch = 0, base = 0; ch < c->m->n_chains; ch++) {
+        const et_chain *chain = &c->p->chains[c->m->chain_start + ch];
+        for (size_t q = 0; q < chain->n_instr; q++) {
+            const et_instr *o = &c->p->instrs[chain->instr_start + q];
+            size_t d = (size_t)o->b;
+            if (o->type == ET_INSTR_JUMP_FALSE && d > q + 1 && !always_jumps(c, (size_t)o->a))
+                f->ends_then[base + d - 1] = true;
+        }
+        base += chain->n_instr;
+    }
     /* Pass 1 counts the conditions per op (and refuses deep nesting), pass 2 fills them. */
     size_t n_loops = 0, total = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -546,13 +569,7 @@ static tlsan_status build_flow(method_ctx *c, size_t n_ops, flow *f, tlsan_error
                  * that if's "false" arm; it is handled with the conditional jump. */
                 size_t from = pc + 1, to = dest, else_to = dest;
                 if (uncond) {
-                    bool is_else = false;
-                    for (size_t q = 0; q < pc && !is_else; q++) {
-                        const et_instr *o = &c->p->instrs[chain->instr_start + q];
-                        is_else = o->type == ET_INSTR_JUMP_FALSE && (size_t)o->b == pc + 1 &&
-                                  !always_jumps(c, (size_t)o->a);
-                    }
-                    if (is_else)
+                    if (f->ends_then[at])
                         continue;
                 } else if (dest > 0 && dest - 1 > pc) {
                     const et_instr *last = &c->p->instrs[chain->instr_start + dest - 1];
@@ -851,7 +868,7 @@ static tlsan_status builder_failed(const method_ctx *c, tlsan_error *err, tlsan_
 }
 
 static tlsan_status add_tensors(method_ctx *c, tlsan_plan *plan, const unsigned *flags,
-                                char (*memory)[32], tlsan_error *err)
+                                tlsan_error *err)
 {
     for (size_t v = 0; v < c->n_values; v++) {
         const et_tensor *t = tensor_of(c, v);
@@ -885,7 +902,6 @@ static tlsan_status add_tensors(method_ctx *c, tlsan_plan *plan, const unsigned 
                                    (int)t->device_type, (int)t->device_index);
             }
         }
-        (void)memory;
         tlsan_status st = tlsan_plan_add_tensor(plan, &d, err);
         if (st != TLSAN_OK)
             return builder_failed(c, err, st);
@@ -912,6 +928,13 @@ static tlsan_status add_ops(method_ctx *c, tlsan_plan *plan, const flow *f, tlsa
                 delegate_roles(c, args, in->args.n);
             else if (in->type == ET_INSTR_MOVE || in->type == ET_INSTR_JUMP_FALSE)
                 mark(c, (size_t)in->a, ROLE_READ);
+            if (c->work > MAX_ACCESSES) {
+                st = error_failf(err, c->prefix,
+                                 "the method's instructions touch more than %u tensors in "
+                                 "all (tensor lists counted at each use)",
+                                 MAX_ACCESSES);
+                goto out;
+            }
             reads.n = writes.n = 0;
             for (size_t k = 0; k < c->n_touched; k++) {
                 size_t v = c->touched[k];
@@ -1004,6 +1027,7 @@ static void method_ctx_free(method_ctx *c)
     free(c->group);
     free(c->latest);
     free(c->view_of);
+    free(c->is_ret);
 }
 
 typedef struct placement {
@@ -1059,7 +1083,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     const et_method *m = &p->methods[mi];
     char prefix[64];
     snprintf(prefix, sizeof prefix, "execution_plan[%zu]", mi);
-    method_ctx c = {.p = p, .m = m, .mi = mi, .prefix = prefix};
+    method_ctx c = {.p = p, .m = m, .prefix = prefix};
     c.values = p->values + m->value_start;
     c.n_values = m->n_values;
     size_t nv = c.n_values ? c.n_values : 1, max_rank = 1;
@@ -1081,6 +1105,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     c.group = malloc(nv * sizeof *c.group);
     c.latest = malloc(nv * sizeof *c.latest);
     c.view_of = malloc(nv * sizeof *c.view_of);
+    c.is_ret = calloc(nv, sizeof *c.is_ret);
     const int64_t *sizes = p->ints + m->buffer_sizes.start;
     size_t n_buffers = m->buffer_sizes.n;
     unsigned *flags = calloc(nv, sizeof *flags);
@@ -1091,7 +1116,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     tlsan_status st = TLSAN_OK;
     if (!c.names || !c.bytes || !c.alias || !c.n_alias || !c.has_value || !c.written ||
         !c.first_at || !c.role || !c.touched || !c.shape || !c.group || !c.latest || !c.view_of ||
-        !flags || !memory || !plan) {
+        !c.is_ret || !flags || !memory || !plan) {
         st = error_nomem(err);
         goto out;
     }
@@ -1100,7 +1125,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
         c.alias[v][0] = v;
         c.n_alias[v] = 1;
     }
-    if ((st = check_values(&c, sizes, n_buffers, err)) || (st = check_instrs(&c, err)) ||
+    if ((st = check_values(&c, n_buffers, err)) || (st = check_instrs(&c, err)) ||
         (st = check_names(&c, err)) ||
         (st = flag_io(&c, m->inputs, "inputs", flags, TLSAN_TENSOR_INPUT, err)) ||
         (st = flag_io(&c, m->outputs, "outputs", flags, TLSAN_TENSOR_OUTPUT, err)))
@@ -1140,7 +1165,7 @@ static tlsan_status build_method(const et_program *p, size_t mi, const char *bas
     /* Ops first: they find the elided views, which the tensors then declare (the builder
      * resolves names at finalize, so the order of the calls does not matter to it). */
     if ((st = add_arenas(&c, plan, sizes, n_buffers, memory, err)) ||
-        (st = add_ops(&c, plan, &f, err)) || (st = add_tensors(&c, plan, flags, memory, err)))
+        (st = add_ops(&c, plan, &f, err)) || (st = add_tensors(&c, plan, flags, err)))
         goto out;
     if ((st = tlsan_plan_finalize(plan, err)) != TLSAN_OK) {
         st = builder_failed(&c, err, st);
