@@ -116,7 +116,7 @@ typedef struct scalar_info {
     tlsan_dtype dtype;
 } scalar_info;
 
-/* Indexed by scalar_type.fbs's values. The packed 4- and 2-bit types take one byte per
+/* Indexed by the format's ScalarType values. The packed 4- and 2-bit types take one byte per
  * element in ExecuTorch's accounting, as do the float8 types. */
 static const scalar_info scalar_types[] = {
     [0] = {"BYTE", 1, TLSAN_DTYPE_U8},

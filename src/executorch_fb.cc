@@ -1,12 +1,14 @@
 /* executorch_fb: the verified FlatBuffer of a .pte copied into C records (executorch_fb.h).
  *
- * program_generated.h is written at build time by flatc from third_party/executorch. Nothing
- * is read before flatbuffers::Verifier has accepted the whole buffer; after that every
- * accessor stays inside it. The copy is done in two passes (count, then fill) with malloc, so
- * this file needs neither exceptions nor the C++ library's containers. */
+ * executorch_schema_generated.h is written at build time by flatc from our
+ * src/executorch_schema.fbs, which declares only the fields read here. Nothing is read before
+ * flatbuffers::Verifier has accepted the whole buffer for those fields (the ones the schema
+ * leaves out are not verified, and never read); after that every accessor stays inside it. The copy
+ * is done in two passes (count, then fill) with malloc, so this file needs neither exceptions nor
+ * the C++ library's containers. */
 #include "executorch_fb.h"
 
-#include "program_generated.h"
+#include "executorch_schema_generated.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,12 +2,12 @@
  * plain C records.
  *
  * The only C++ in the checker: src/executorch_fb.cc runs the reader flatc generates from
- * third_party/executorch/program.fbs, whose Verifier checks every offset, vector length,
- * string terminator, nesting depth and table count against the buffer before any field is
- * read. What it copies out is the schema's data as it is (indices are not checked against
- * their lists, enums not against their values): the meaning is src/executorch.c's concern.
- * Strings point into the caller's buffer (NUL-terminated there; `len` bytes, which may hold
- * a NUL or bytes that are not UTF-8). */
+ * src/executorch_schema.fbs, whose Verifier checks every offset, vector length, string
+ * terminator, nesting depth and table count against the buffer before any field is read
+ * (for the fields that schema declares: those read here). What it copies out is the schema's data
+ * as it is (indices are not checked against their lists, enums not against their values): the
+ * meaning is src/executorch.c's concern. Strings point into the caller's buffer (NUL-terminated
+ * there; `len` bytes, which may hold a NUL or bytes that are not UTF-8). */
 #ifndef TLSAN_EXECUTORCH_FB_PRIV_H
 #define TLSAN_EXECUTORCH_FB_PRIV_H
 
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* The union tags of program.fbs, by their values there. */
+/* The union tags of the format (KernelTypes, InstructionArguments in executorch_schema.fbs). */
 enum {
     ET_VAL_NONE = 0,
     ET_VAL_NULL = 1,

@@ -16,6 +16,7 @@ For each program (a .pte), with flatc turning it into JSON and back:
     expects to be clean; the checker must exit 0.
 Prints one line per program and exits 1 on any disagreement.
 usage: overlap.py TLSAN FLATC SCHEMA_DIR WORKDIR PROGRAM.pte...
+(SCHEMA_DIR: where ExecuTorch's own program.fbs and scalar_type.fbs are)
 """
 import json
 import os
