@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang-format   # toolchain, formatting check
   libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev libdw-dev valgrind  # the project's libraries
+  libflatbuffers-dev flatbuffers-compiler         # ExecuTorch programs: flatc writes the reader
   jq python3 time                                 # test scripts and benchmarks
   chromium                                        # headless, to test tlsan view's page
   # real programs the shim is tested on (tests/shim/real.sh): CPython's own test suite,

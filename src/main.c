@@ -1,9 +1,10 @@
 /* main: the `tlsan` command.
  *
- *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE] [--from plan|tvm]
- *               [--max-paths N] PLAN...
- *   tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE
+ *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]
+ *               [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...
+ *   tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE
  *   tlsan import tvm GRAPH.json [-o PLAN.json]
+ *   tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]
  *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize]
  *                TRACE|DIR...
  *   tlsan export TRACE|DIR [-o PLAN.json]
@@ -21,6 +22,7 @@
 #include "view.h"
 #include "tlsan/check.h"
 #include "tlsan/plan.h"
+#include "tlsan/executorch.h"
 #include "tlsan/tvm.h"
 
 #include <errno.h>
@@ -37,7 +39,7 @@ enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
 /* Each subcommand's --help: its usage line and every option it takes. */
 static const char check_help[] =
     "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
-    "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
+    "                   [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...\n"
     "\n"
     "Checks plan files (plans or plan caches; '-' reads standard input) and reports every\n"
     "unsafe decision.\n"
@@ -47,7 +49,10 @@ static const char check_help[] =
     "                      line) or sarif (SARIF 2.1.0, one log over all inputs)\n"
     "  -o, --output FILE   write the report to FILE instead of standard output\n"
     "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
-    "  --from plan|tvm     the inputs are plans (default) or TVM graph-executor JSON files\n"
+    "  --from plan|tvm|executorch\n"
+    "                      the inputs are plans (default), TVM graph-executor JSON files or\n"
+    "                      ExecuTorch programs (.pte; each method is its own plan)\n"
+    "  --method NAME       with --from executorch: only that method\n"
     "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
     "                      union of paths (default 4096)\n"
     "  --                  ends the options: every argument after it is a file\n"
@@ -76,7 +81,7 @@ static const char replay_help[] =
     "2 an unreadable trace or usage error.\n";
 
 static const char view_help[] =
-    "usage: tlsan view [--from plan|tvm] -o OUT.html PLAN|TRACE\n"
+    "usage: tlsan view [--from plan|tvm|executorch] [--method NAME] -o OUT.html PLAN|TRACE\n"
     "\n"
     "Draws a plan, plan cache, TVM graph or recorded run (a trace, found by its magic) as one\n"
     "self-contained HTML page: tensors over steps and bytes, conflicts in red.\n"
@@ -85,17 +90,23 @@ static const char view_help[] =
     "  -o, --output FILE   write the page to FILE ('-' for standard output; without -o the\n"
     "                      page is written to standard output only when that is not a\n"
     "                      terminal)\n"
-    "  --from plan|tvm     the input is a plan (default) or a TVM graph-executor JSON\n"
+    "  --from plan|tvm|executorch\n"
+    "                      the input is a plan (default), a TVM graph-executor JSON or an\n"
+    "                      ExecuTorch program (.pte)\n"
+    "  --method NAME       with --from executorch: only that method\n"
     "  -h, --help          show this help\n"
     "\n"
     "Exit status: 0 the page was written (findings or not), 2 invalid input or usage error.\n";
 
 static const char import_help[] =
     "usage: tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "       tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]\n"
     "\n"
-    "Converts a TVM graph-executor JSON (deploy_graph.json) into a plan.\n"
+    "Converts a TVM graph-executor JSON (deploy_graph.json), or an ExecuTorch program (a plan\n"
+    "per method; a plan cache keyed by method when it has several), into a plan.\n"
     "\n"
     "Options:\n"
+    "  --method NAME       executorch: only that method\n"
     "  -o, --output FILE   write the plan to FILE instead of standard output\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -114,9 +125,10 @@ static const char export_help[] =
 
 static const char usage_text[] =
     "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
-    "                   [--from plan|tvm] [--max-paths N] PLAN...\n"
-    "       tlsan view [--from tvm] [-o OUT.html] PLAN|TRACE\n"
+    "                   [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...\n"
+    "       tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE\n"
     "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
+    "       tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]\n"
     "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
     "                    [--no-symbolize] TRACE|DIR...\n"
     "       tlsan export TRACE|DIR [-o PLAN.json]\n"
@@ -134,6 +146,9 @@ static const char usage_text[] =
     "  view PLAN|TRACE     draw a plan (or a recorded run) as one self-contained HTML\n"
     "                      page: tensors over steps and bytes, conflicts in red\n"
     "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
+    "  import executorch PROGRAM\n"
+    "                      convert an ExecuTorch program (.pte) into a plan (a plan\n"
+    "                      cache keyed by method when it has several methods)\n"
     "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
     "                      and check it, with every plan the engine handed over; a\n"
     "                      directory (tlsan run's) replays each process's trace in it\n"
@@ -149,6 +164,9 @@ static const char usage_text[] =
     "                      per line) or sarif (SARIF 2.1.0, for CI systems)\n"
     "  -o, --output FILE   write the report to FILE instead of standard output\n"
     "  --from tvm          the inputs are TVM graph-executor JSON files\n"
+    "  --from executorch   the inputs are ExecuTorch programs (.pte): each method is\n"
+    "                      checked as its own plan\n"
+    "  --method NAME       with --from executorch: only the method NAME\n"
     "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
     "                      union of paths (default 4096)\n"
     "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
@@ -241,14 +259,15 @@ static void print_input_error(const char *path, tlsan_status st, tlsan_error *er
 
 /* ---- check ---- */
 
-typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_TRACE } source;
+typedef enum source { SOURCE_PLAN, SOURCE_TVM, SOURCE_EXECUTORCH, SOURCE_TRACE } source;
 
 typedef struct check_args {
     tlsan_format format;
     const char *out_path;
     const char *svg_path; /* check --svg */
     source from;
-    bool symbolize; /* replay: read function and line from the binaries */
+    const char *method; /* --from executorch: only this method */
+    bool symbolize;     /* replay: read function and line from the binaries */
     tlsan_check_options options;
     char **files;
     size_t n_files;
@@ -391,11 +410,47 @@ static int load_trace(const check_args *args, const char *path, input_list *unit
     return status;
 }
 
+/* Reads one ExecuTorch program into units, one per method ("PATH (method NAME)" when it has
+ * several). Returns the exit status of reading. */
+static int load_executorch(const check_args *args, const char *path, input_list *units)
+{
+    tlsan_plan **plans = NULL;
+    size_t n = 0;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = tlsan_import_executorch_file(path, args->method, &plans, &n, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(path, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    int status = EXIT_CLEAN;
+    for (size_t i = 0; i < n; i++) {
+        char label[4200];
+        const char *name = tlsan_plan_name(plans[i]), *colon = name ? strchr(name, ':') : NULL;
+        if (n > 1)
+            snprintf(label, sizeof label, "%s (method %s)", path, colon ? colon + 1 : name);
+        else
+            snprintf(label, sizeof label, "%s", path);
+        input *in = input_push(units, label);
+        if (!in) {
+            fprintf(stderr, "tlsan: error: out of memory\n");
+            status = EXIT_INVALID;
+            break;
+        }
+        in->plan = plans[i];
+        plans[i] = NULL;
+    }
+    tlsan_executorch_plans_free(plans, n);
+    return status;
+}
+
 /* Reads one file into units. Returns the worst exit status of reading. */
 static int load_file(const check_args *args, const char *path, input_list *units)
 {
     if (args->from == SOURCE_TRACE)
         return load_trace(args, path, units);
+    if (args->from == SOURCE_EXECUTORCH)
+        return load_executorch(args, path, units);
     input *in = input_push(units, path);
     if (!in) {
         fprintf(stderr, "tlsan: error: out of memory\n");
@@ -417,6 +472,20 @@ static int load_file(const check_args *args, const char *path, input_list *units
         return EXIT_INVALID;
     }
     return EXIT_CLEAN;
+}
+
+/* --from KIND for check and view. */
+static bool parse_from(const char *v, source *from)
+{
+    if (strcmp(v, "plan") == 0)
+        *from = SOURCE_PLAN;
+    else if (strcmp(v, "tvm") == 0)
+        *from = SOURCE_TVM;
+    else if (strcmp(v, "executorch") == 0)
+        *from = SOURCE_EXECUTORCH;
+    else
+        return false;
+    return true;
 }
 
 static int parse_check(int argc, char **argv, check_args *args, bool replay)
@@ -458,10 +527,14 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             args->svg_path = v;
         } else if (!replay && option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v)
-                return usage_error("%s needs a value: plan or tvm", a);
-            if (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0)
-                return usage_error("unknown input kind '%s' for --from (plan or tvm)", v);
-            args->from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+                return usage_error("%s needs a value: plan, tvm or executorch", a);
+            if (!parse_from(v, &args->from))
+                return usage_error("unknown input kind '%s' for --from (plan, tvm or executorch)",
+                                   v);
+        } else if (!replay && option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a method name", a);
+            args->method = v;
         } else if (replay && strcmp(a, "--no-symbolize") == 0) {
             args->symbolize = false;
         } else if (option_value(argc, argv, &i, "--max-paths", NULL, &v)) {
@@ -480,6 +553,8 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
     }
     if (args->n_files == 0)
         return usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
+    if (args->method && args->from != SOURCE_EXECUTORCH)
+        return usage_error("%s: --method needs --from executorch", cmd);
     return EXIT_CLEAN;
 }
 
@@ -675,10 +750,13 @@ static int cmd_view(int argc, char **argv)
                 return usage_error("%s needs a file name", a);
             args.out_path = v;
         } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
-            if (!v || (strcmp(v, "tvm") != 0 && strcmp(v, "plan") != 0))
-                return usage_error("--from needs plan or tvm, not '%s'", v ? v : "");
-            args.from = strcmp(v, "tvm") == 0 ? SOURCE_TVM : SOURCE_PLAN;
+            if (!v || !parse_from(v, &args.from))
+                return usage_error("--from needs plan, tvm or executorch, not '%s'", v ? v : "");
             from_given = true;
+        } else if (option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0])
+                return usage_error("%s needs a method name", a);
+            args.method = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(view_help, stdout);
             return EXIT_CLEAN;
@@ -692,6 +770,8 @@ static int cmd_view(int argc, char **argv)
     if (!args.out_path && isatty(STDOUT_FILENO))
         return usage_error("%s", "view writes an HTML page: give -o OUT.html (or -o - to "
                                  "write it to the terminal anyway)");
+    if (args.method && args.from != SOURCE_EXECUTORCH)
+        return usage_error("%s: --method needs --from executorch", "view");
     if (!from_given && view_file_is_trace(file))
         args.from = SOURCE_TRACE;
     input_list units = {0};
@@ -800,6 +880,52 @@ static int export_trace(const char *trace, const char *out_path)
 
 /* ---- import ---- */
 
+/* tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json] */
+static int import_executorch(int argc, char **argv)
+{
+    const char *method = NULL, *v;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
+        return EXIT_INVALID;
+    }
+    int n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        if (option_value(argc, argv, &i, "--method", NULL, &v)) {
+            if (!v || !v[0]) {
+                free(rest);
+                return usage_error("%s needs a method name", "--method");
+            }
+            method = v;
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    const char *program, *out_path;
+    int usage =
+        parse_one_input(n_rest, rest, "import executorch", import_help, &program, &out_path);
+    free(rest);
+    if (usage >= 0)
+        return usage;
+    tlsan_plan **plans = NULL;
+    size_t n = 0;
+    tlsan_error err = {0};
+    errno = 0;
+    tlsan_status st = tlsan_import_executorch_file(program, method, &plans, &n, &err);
+    if (st != TLSAN_OK) {
+        print_input_error(program, st, &err, errno);
+        return EXIT_INVALID;
+    }
+    FILE *out = open_output(out_path);
+    if (!out) {
+        tlsan_executorch_plans_free(plans, n);
+        return EXIT_INVALID;
+    }
+    bool write_failed = tlsan_executorch_write(plans, n, out, true) != TLSAN_OK;
+    tlsan_executorch_plans_free(plans, n);
+    return close_output(out, out_path, write_failed);
+}
+
 static int cmd_import(int argc, char **argv)
 {
     if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
@@ -807,9 +933,13 @@ static int cmd_import(int argc, char **argv)
         return EXIT_CLEAN;
     }
     if (argc < 1)
-        return usage_error("%s: which format? (tlsan import tvm GRAPH.json)", "import");
+        return usage_error("%s: which format? (tlsan import tvm GRAPH.json, or executorch "
+                           "PROGRAM.pte)",
+                           "import");
+    if (strcmp(argv[0], "executorch") == 0)
+        return import_executorch(argc - 1, argv + 1);
     if (strcmp(argv[0], "tvm") != 0)
-        return usage_error("cannot import '%s': only 'tvm' is known", argv[0]);
+        return usage_error("cannot import '%s': 'tvm' and 'executorch' are known", argv[0]);
     const char *graph, *out_path;
     int usage = parse_one_input(argc - 1, argv + 1, "import tvm", import_help, &graph, &out_path);
     if (usage >= 0)
