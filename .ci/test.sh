@@ -3,6 +3,8 @@
 # AddressSanitizer + UBSan, then the formatting check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The last line says how it ended, so a failure is not buried under the skip notes.
+trap 'rc=$?; [ "$rc" = 0 ] || echo "== FAILED (exit status $rc): see the first FAIL or error above"' EXIT
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # test_nomem brings its own fault-injecting allocator, which AddressSanitizer's replaces: it

@@ -559,10 +559,11 @@ static void report_underflow(const struct block *e, size_t before, uint32_t free
                              const char *when)
 {
     const unsigned char *p = (const unsigned char *)e->addr;
+    const char *unit = before == 1 ? "byte" : "bytes";
     struct report *r = report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
-                                    "on address %p, %zu bytes before the start of a %zu-byte "
+                                    "on address %p, %zu %s before the start of a %zu-byte "
                                     "block at %p (underflow)",
-                                    (void *)(p - before), before, (size_t)e->size, (void *)p);
+                                    (void *)(p - before), before, unit, (size_t)e->size, (void *)p);
     if (!r)
         return;
     report_line(r, "  the %u-byte redzone before the block changed (found when it was %s)",
@@ -571,7 +572,7 @@ static void report_underflow(const struct block *e, size_t before, uint32_t free
     report_bytes(r, p - before, before);
     report_stack(r, "allocated here", e->alloc_stack);
     report_stack(r, when[0] == 'f' ? "freed here" : "resized here", free_stack);
-    report_end(r, "%zu bytes before the start of a %zu-byte block", before, (size_t)e->size);
+    report_end(r, "%zu %s before the start of a %zu-byte block", before, unit, (size_t)e->size);
 }
 
 /* After a report of a heap error glibc would have aborted on: abort as glibc does, unless

@@ -23,13 +23,13 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
     X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
     X(STR, trace_path, "",                                                                         \
-      "trace file (a forked child, or one finding it taken, writes FILE.PID)")                     \
+      "trace file (a forked child, or a process finding it in use, writes FILE.PID)")              \
     X(STR, trace_dir, "", "write traces as DIR/tlsan.PID.trace (default: $TLSAN_TRACE_DIR)")       \
     X(SIZE, quarantine_mb, 8,                                                                      \
       "megabytes of memory the quarantine of freed blocks may hold (0: none)")                     \
     X(BOOL, fill, 1, "fill freed blocks and released tensors with the NaN sentinel")               \
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
-    X(SIZE, redzone, 16, "bytes of redzone after each heap block (0: none)")                       \
+    X(SIZE, redzone, 16, "bytes of redzone after each heap block, 16 before it (0: none)")         \
     X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
     X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
     X(BOOL, help, 0, "print this list and continue")                                               \

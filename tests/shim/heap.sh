@@ -177,10 +177,10 @@ native underflow
 if [ "$nrc" = 134 ]; then ok; else bad "underflow natively: exit status $nrc, want 134"; fi
 run "$base" underflow
 expect_rc 134 "underflow: aborts as natively"
-expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-buffer-overflow on address $hex, 1 bytes before the start of a 64-byte block at $hex \(underflow\)\$" "underflow headline"
+expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-buffer-overflow on address $hex, 1 byte before the start of a 64-byte block at $hex \(underflow\)\$" "underflow headline"
 expect_in "$err" "  the 16-byte redzone before the block changed (found when it was freed)" "underflow: redzone line"
 expect_in "$err" "    found:    41"$'\n' "underflow: the byte written"
-expect_count "$err" "^SUMMARY: tlsan: heap-buffer-overflow 1 bytes before the start of a 64-byte block\$" 1 "underflow summary"
+expect_count "$err" "^SUMMARY: tlsan: heap-buffer-overflow 1 byte before the start of a 64-byte block\$" 1 "underflow summary"
 expect_not_in "$out" "underflow done" "underflow: stopped at the free"
 run "$base:halt_on_error=0" underflow
 expect_rc 1 "underflow halt_on_error=0: goes on, a finding"

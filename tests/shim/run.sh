@@ -175,7 +175,7 @@ expect_eq "$?" 134 "plain LD_PRELOAD: a double free (aborts, as glibc does)"
 TLSAN_OPTIONS=halt_on_error=0 LD_PRELOAD=$shim "$forker" 200 double >/dev/null 2>&1
 expect_clean_work "plain LD_PRELOAD" ""
 expect_eq "$(ls -A "$TMPDIR")" "" "plain LD_PRELOAD: nothing in TMPDIR"
-TLSAN_OPTIONS=trace=1 LD_PRELOAD=$shim "$heap" double >/dev/null 2>&1
+TLSAN_OPTIONS=trace=1:halt_on_error=0 LD_PRELOAD=$shim "$heap" double >/dev/null 2>&1
 expect_eq "$(ls | grep -cE '^tlsan\.[0-9]+\.trace$')" 1 "trace=1: tlsan.PID.trace in the working directory"
 rm -f ./*.trace
 # A directory nobody can write (even root: /proc): nothing printed, by default and under run.
@@ -215,10 +215,15 @@ expect_in "$(cat "$tmp/err")" "tlsan: run: no findings" "SIGTERM to tlsan run: s
 clear_tmpdir
 # Run as root, a process that drops its privileges (a daemon's setuid) still records its
 # findings in the run directory: the summary must not be a false all-clear.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+# The unprivileged user must be able to load the shim and the program: not so in a clone
+# under a folder only root may enter (/root is 0700 on Debian).
+drop="setpriv --reuid=65534 --regid=65534 --clear-groups"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+    ! $drop sh -c "test -r '$shim' && test -x '$heap'" 2>/dev/null; then
+    echo "note: skipped the dropped-privilege check: uid 65534 cannot read $shim or run $heap"
+elif [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     open_tmp=$(mktemp -d /tmp/tlsan-runsh.XXXXXX) && chmod 755 "$open_tmp"
-    TMPDIR=$open_tmp runit -- sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups \
-        $heap waf 2>/dev/null; exit 0"
+    TMPDIR=$open_tmp runit -- sh -c "$drop $heap waf 2>/dev/null; exit 0"
     expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
         "1:tlsan: run: 1 finding (1 heap-write-after-free); 1 trace in DIR; exit status 1" \
         "a descendant that dropped root: its finding counted"
