@@ -69,6 +69,29 @@ static int live_peaks(const tlsan_plan *p, const life *lives, u128 *peak)
     return 0;
 }
 
+/* An in-place op may write its output over the input it reads last: at that step the two
+ * roots need their bytes once, not twice. Counting the output from the next step on keeps the
+ * bound a bound (it may only come out lower) where the plan declares in-place pairs. */
+static void trim_inplace(const tlsan_plan *p, life *lives)
+{
+    for (uint32_t k = 0; k < p->n_ops; k++) {
+        const op_rec *o = &p->ops[k];
+        for (uint32_t q = 0; q < o->n_inplace; q++) {
+            uint32_t ro = p->tensors[p->id_pool.v[o->inplace_start + 2 * q]].root;
+            uint32_t ri = p->tensors[p->id_pool.v[o->inplace_start + 2 * q + 1]].root;
+            if (ro == ri || p->tensors[ro].arena != p->tensors[ri].arena)
+                continue;
+            if (life_empty(lives[ro]) || life_empty(lives[ri]) || lives[ri].last != (int32_t)k ||
+                lives[ro].first != (int32_t)k)
+                continue;
+            if (lives[ro].last > (int32_t)k)
+                lives[ro].first = (int32_t)k + 1;
+            else
+                lives[ro] = (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
+        }
+    }
+}
+
 int stats_compute(const tlsan_plan *p, const access_index *ix, path_state *ps, if_set *set,
                   plan_stats *s)
 {
@@ -102,12 +125,15 @@ int stats_compute(const tlsan_plan *p, const access_index *ix, path_state *ps, i
             for (uint32_t t = 0; t < p->n_tensors; t++)
                 lives[t] = p->tensors[t].root == t ? root_life(ix, p, t, ps)
                                                    : (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
+            trim_inplace(p, lives);
             if (live_peaks(p, lives, peak) != 0)
                 goto out;
         } while (path_next(ps, set));
     } else {
         approx = true;
-        if (live_peaks(p, ix->must, peak) != 0)
+        memcpy(lives, ix->must, (p->n_tensors ? p->n_tensors : 1) * sizeof *lives);
+        trim_inplace(p, lives);
+        if (live_peaks(p, lives, peak) != 0)
             goto out;
     }
     for (size_t a = 0; a < p->n_arenas; a++) {

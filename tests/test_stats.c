@@ -52,6 +52,29 @@ static void lower_bound_is_the_worst_path(void **state)
     tlsan_plan_free(p);
 }
 
+/* An in-place op writes its output over the input it reads last: at that step the pair needs
+ * its bytes once. x (100) -> a (200) -> relu in place -> b (200) -> y (10): the worst step
+ * holds x and a (300) or a/b and y (210), never a and b apart, so the bound stays within the
+ * 310-byte arena that shares a and b. */
+static void inplace_pair_counts_once(void **state)
+{
+    (void)state;
+    tlsan_plan *p =
+        tcheck_plan_q("{'tlsan_plan':1,'arenas':[{'name':'a0','bytes':310}],'tensors':["
+                      "{'name':'x','bytes':100,'arena':'a0','offset':0,'input':true},"
+                      "{'name':'a','bytes':200,'arena':'a0','offset':100},"
+                      "{'name':'b','bytes':200,'arena':'a0','offset':100},"
+                      "{'name':'y','bytes':10,'arena':'a0','offset':300,'output':true}],'ops':["
+                      "{'name':'f','reads':['x'],'writes':['a']},"
+                      "{'name':'relu','reads':['a'],'writes':['b'],'inplace':[['b','a']]},"
+                      "{'name':'g','reads':['b'],'writes':['y']}]}");
+    plan_stats s = stats_of(p);
+    assert_int_equal(s.arenas[0].required_bytes, 310);
+    assert_int_equal(s.arenas[0].lower_bound_bytes, 300); /* x + a at step 0 */
+    free(s.arenas);
+    tlsan_plan_free(p);
+}
+
 /* 7 ifs (128 paths): the bound comes from the spans live on every path, and says so. */
 static void beyond_64_paths(void **state)
 {
@@ -81,6 +104,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lower_bound_is_the_worst_path),
+        cmocka_unit_test(inplace_pair_counts_once),
         cmocka_unit_test(beyond_64_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
