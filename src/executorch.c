@@ -1189,21 +1189,11 @@ out:
  * first ':' of a plan name always ends it. NULL in *out when the label gives none. */
 static int base_of(const char *label, char **out)
 {
-    *out = NULL;
-    if (!label || strcmp(label, "-") == 0)
-        return 0;
-    const char *b = strrchr(label, '/');
-    b = b ? b + 1 : label;
-    size_t len = strlen(b);
-    if (len > 4 && strcmp(b + len - 4, ".pte") == 0)
-        len -= 4;
-    if (len == 0)
-        return 0;
-    if (!(*out = malloc(len + 1)))
+    if (plan_name_from_label(label, ".pte", out) != 0)
         return -1;
-    for (size_t i = 0; i < len; i++)
-        (*out)[i] = b[i] == ':' ? '_' : b[i];
-    (*out)[len] = '\0';
+    for (char *c = *out; c && *c; c++)
+        if (*c == ':')
+            *c = '_';
     return 0;
 }
 

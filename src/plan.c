@@ -859,3 +859,22 @@ bool tlsan_plan_op_source(const tlsan_plan *p, size_t index, int *line, int *col
 {
     return p && index < p->n_ops && source_of(&p->op_src, index, line, column);
 }
+
+int plan_name_from_label(const char *label, const char *ext, char **out)
+{
+    *out = NULL;
+    if (!label || strcmp(label, "-") == 0)
+        return 0;
+    const char *base = strrchr(label, '/');
+    base = base ? base + 1 : label;
+    size_t len = strlen(base), n_ext = strlen(ext);
+    if (len > n_ext && strcmp(base + len - n_ext, ext) == 0)
+        len -= n_ext;
+    if (len == 0)
+        return 0;
+    if (!(*out = malloc(len + 1)))
+        return -1;
+    memcpy(*out, base, len);
+    (*out)[len] = '\0';
+    return 0;
+}

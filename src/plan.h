@@ -154,4 +154,9 @@ int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column);
 /* Bytes the dtype and shape of tensor t need (saturating at UINT64_MAX); 0 when none. */
 uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t);
 
+/* An importer's plan name from its input's label (a path): the file name without the
+ * extension `ext` (".json", ".pte"), malloc'd in *out; NULL in *out when the label gives none
+ * ("-", "", a directory path). Returns -1 when out of memory, else 0. */
+int plan_name_from_label(const char *label, const char *ext, char **out);
+
 #endif

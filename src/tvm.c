@@ -568,28 +568,6 @@ out:
 
 /* ---- building the plan ---- */
 
-/* The plan's name: the label's base name without ".json" in *out (malloc'd), or NULL when
- * the label gives none ("-", "", a directory path). -1 when out of memory. */
-static int plan_name_of(const char *label, char **out)
-{
-    *out = NULL;
-    if (!label || strcmp(label, "-") == 0)
-        return 0;
-    const char *base = strrchr(label, '/');
-    base = base ? base + 1 : label;
-    size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
-        len -= 5;
-    if (len == 0)
-        return 0;
-    *out = malloc(len + 1);
-    if (!*out)
-        return -1;
-    memcpy(*out, base, len);
-    (*out)[len] = '\0';
-    return 0;
-}
-
 /* A builder refusal can only come from something the checks above let through; it is
  * reported against the node it concerns, with the builder's own reason. */
 static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t node)
@@ -611,7 +589,7 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
     tlsan_status st = TLSAN_OK;
     tlsan_plan *p = tlsan_plan_create();
     char *name = NULL;
-    int name_status = plan_name_of(label, &name);
+    int name_status = plan_name_from_label(label, ".json", &name);
     size_t max_names = 1;
     for (size_t i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].n_inputs + g->nodes[i].n_outputs > max_names)
