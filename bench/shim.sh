@@ -14,7 +14,7 @@
 # Then the memory rows (issue 9): realloc growth (bench/tlsan_realloc_grow: one buffer grown to
 # 16 MiB in 4 KiB steps, 10 times), timed like the rest, and the peak resident set (the
 # largest process of the run, /usr/bin/time %M) of sqlite3 on a generated workload and of
-# gcc -O2 -c (cc1) on the preprocessed shim/engine.c, natively, under the shim's defaults and
+# gcc -O2 -c (cc1) on the preprocessed shim/engine/engine.c, natively, under the shim's defaults and
 # with quarantine_mb=64; their output (sqlite3's rows, the object file) must be the native one.
 #
 # Environment: TLSAN_BENCH_SECTIONS ("overhead memory": which parts to run),

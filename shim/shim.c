@@ -11,12 +11,13 @@
  * thread may be waiting for a loader lock they hold. */
 #include "shim.h"
 #include "depot.h"
-#include "heap.h"
+#include "heap/heap.h"
 #include "modules.h"
 #include "out.h"
-#include "report.h"
+#include "runtime_report.h"
 #include "trace.h"
 #include "unwind.h"
+#include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* ggml_dlopen_local: ggml loaded the way a plug-in loads it (a Node addon, a Python
  * extension): dlopen(RTLD_LOCAL), every function through dlsym on the handle, nothing of ggml
  * in the global scope. The shim then cannot find the real ggml functions with
- * dlsym(RTLD_NEXT); it must search the loaded objects (shim/ggml.c). The program's own calls
+ * dlsym(RTLD_NEXT); it must search the loaded objects (shim/ggml/ggml.c). The program's own calls
  * through the handle bypass the shim, but libggml's internal calls go through its PLT and so
  * reach it: ggml_backend_graph_compute calls ggml_backend_graph_compute_async, where the graph
  * is checked. Computes e = (a + b) + a + (a + b) and prints e's first value.

@@ -1,7 +1,7 @@
 /* ggml_graphs: builds one of the example graphs (graphs.h) with the real ggml API, allocates
  * it with ggml_gallocr (or ggml_backend_sched), computes it on the CPU backend and prints
  * every output bit-exactly, as the hex of each float. The program knows nothing of tlsan: it
- * is what `tlsan run` checks (shim/ggml.c interposes the allocation and compute calls).
+ * is what `tlsan run` checks (shim/ggml/ggml.c interposes the allocation and compute calls).
  *
  * Usage: ggml_graphs [--graph mlp|block|multi] [--runs N] [--threads N] [--sched]
  *                    [--backend-dir DIR]

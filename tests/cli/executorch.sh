@@ -132,7 +132,7 @@ else
     expect_rc 2 "a program without extended header, cut"
     expect_eq "$err" "tlsan: error: $tmp/cut.pte: the FlatBuffer does not verify against ExecuTorch's schema (an offset, length or string outside the file, misaligned, or nested too deep)" \
         "a cut FlatBuffer"
-    # Our schema (src/executorch_schema.fbs) against ExecuTorch's own (program.fbs of the
+    # Our schema (src/import/executorch_schema.fbs) against ExecuTorch's own (program.fbs of the
     # corpus): our programs written by flatc with the full schema, every field of their JSON
     # kept, import to exactly the plans of the ones the build wrote with ours.
     mkdir -p "$tmp/full"

@@ -14,10 +14,10 @@
 #include "tlsan/tlsan.h"
 
 #include "checksum.h"
-#include "engine.h"
-#include "heap.h"
+#include "engine/engine.h"
+#include "heap/heap.h"
 #include "out.h"
-#include "report.h"
+#include "runtime_report.h"
 #include "shim.h"
 
 #include <fcntl.h>

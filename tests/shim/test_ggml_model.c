@@ -1,4 +1,4 @@
-/* ggml_model: a ggml graph as allocated, read as a plan (shim/ggml_model.h), on hand-made
+/* ggml_model: a ggml graph as allocated, read as a plan (shim/ggml/ggml_model.h), on hand-made
  * graphs of real struct ggml_tensor (ggml's headers, no ggml library): the in-place reuse
  * ggml_gallocr makes is declared and accepted, and refused when the parent is read later;
  * view nodes compute nothing; a view whose data is elsewhere is taken where it is; a leaf
@@ -12,13 +12,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "ggml_hooks.h"
+#include "ggml/ggml_hooks.h"
 
 #include <stdio.h>
 
 #ifdef TLSAN_HAVE_GGML
 
-#include "ggml_model.h"
+#include "ggml/ggml_model.h"
 #include "tlsan/check.h"
 
 #include <string.h>

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "heap.h"
+#include "heap/heap.h"
 #include "lock.h"
 #include "out.h"
-#include "report.h"
+#include "runtime_report.h"
 #include "shim.h"
 
 /* ---- the sentinel ---- */

@@ -1,13 +1,13 @@
 /* brute: the reference checker of brute.h.
  *
  * Written from ../shared/plan-format.md alone (quoted as "spec:" below), over the finalized
- * plan model of src/plan.h. Everything is recomputed the slow, obvious way: every path is
+ * plan model of src/check/plan.h. Everything is recomputed the slow, obvious way: every path is
  * enumerated, every tensor's accesses are found by walking view chains, every pair of roots
  * is compared, happens-before is a full transitive closure. Where the spec leaves room for
  * two readings, the comment marked "Reading:" says which one is taken. */
 #include "support/brute.h"
 
-#include "plan.h"
+#include "check/plan.h"
 
 #include <stdbool.h>
 #include <stdint.h>

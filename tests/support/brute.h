@@ -1,9 +1,9 @@
 /* brute: a deliberately slow reference checker, written straight from
- * ../shared/plan-format.md and independent of src/check.c and its modules.
+ * ../shared/plan-format.md and independent of src/check/check.c and its modules.
  *
  * It enumerates every branch path, builds every root's lifetime on each path, compares
  * every pair of roots and takes the full transitive closure of happens-before per path.
- * It is meant for small plans (tests/test_differential.c compares it with tlsan_check()
+ * It is meant for small plans (tests/check/test_differential.c compares it with tlsan_check()
  * on thousands of random ones) and gives up (-1) when a plan has too many paths or ops.
  *
  * Only the finding kinds and the names they carry are computed (what the shared cases'

@@ -1,4 +1,4 @@
-/* randplan: small random plans for differential testing (tests/test_differential.c).
+/* randplan: small random plans for differential testing (tests/check/test_differential.c).
  *
  * Plans are built with the public builder (tlsan_plan_add_* and tlsan_plan_finalize) and are
  * always valid; they are drawn so that the interesting cases are frequent: few byte slots

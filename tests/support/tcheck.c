@@ -1,6 +1,6 @@
 #include "tcheck.h"
 
-#include "plan.h"
+#include "check/plan.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -23,7 +23,7 @@ char *tcheck_slurp(const char *path);
 char *tcheck_q(const char *json_q, unsigned max_paths);
 tlsan_plan *tcheck_plan_q(const char *json_q);
 
-/* Index of the tensor named `name` in a plan (src/plan.h); fails the test when absent. */
+/* Index of the tensor named `name` in a plan (src/check/plan.h); fails the test when absent. */
 uint32_t tcheck_tensor(const tlsan_plan *p, const char *name);
 
 #endif

@@ -1,0 +1,1111 @@
+/* ggml.c - the ggml adapter (ggml_hooks.h): interposes ggml's graph allocation and compute
+ * calls, checks each graph as it is allocated (or first computed), and plants faults for
+ * self-tests.
+ *
+ * Interposition. libtlsan.so exports ggml_gallocr_alloc_graph,
+ * ggml_backend_sched_alloc_graph, ggml_backend_graph_compute[_async],
+ * ggml_backend_sched_graph_compute[_async] and ggml_graph_compute; being preloaded, it comes
+ * first in the global scope, so every call to them through a PLT reaches these hooks: the
+ * program's, libggml's own (the scheduler calls ggml_gallocr_alloc_graph and computes each
+ * split with ..._async), a CPU backend's ggml_graph_compute, and those of an object loaded
+ * with RTLD_LOCAL (its PLT is bound through the global scope first). Each hook calls the real
+ * function its caller would have been bound to ("resolution" below), found in any loaded
+ * object, whatever its name. Nothing here runs, and nothing is resolved, in a program
+ * without ggml.
+ *
+ * What is checked. The graph as allocated, read with ggml's public accessors (the cgraph is
+ * opaque) and the tensor layout of ggml's public headers ("the hooks" below say where). The
+ * layout is probed once per ggml copy (ggml_get_name, ggml_get_data must read the fields the
+ * headers place); a mismatch turns the adapter off for that copy with one line, rather than
+ * reading garbage.
+ *
+ * With checksum=shared|all the graph is then computed node by node, with checksums around
+ * each node (see "checksums" below): what the static check cannot see, a write that lands
+ * outside the tensor its node declares, shows as live-corruption.
+ *
+ * Findings are reported once per process each (kind and tensors), in the layout of the
+ * shim's other reports, with the stack of the allocation or compute call. Each graph checked
+ * is also recorded in the trace as a plan handed over, so `tlsan replay` checks it again. */
+#include "ggml/ggml_hooks.h"
+
+#ifdef TLSAN_HAVE_GGML
+
+#include "checksum.h"
+#include "depot.h"
+#include "elfsym.h"
+#include "ggml/ggml_model.h"
+#include "out.h"
+#include "runtime_report.h"
+#include "shim.h"
+#include "trace.h"
+#include "tlsan/check.h"
+
+#include <ggml-alloc.h>
+#include <ggml-backend.h>
+#include <ggml-cpu.h>
+#include <ggml.h>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef unsigned long long ull;
+typedef enum ggml_status (*compute_fn)(ggml_backend_t, struct ggml_cgraph *);
+typedef enum ggml_status (*sched_fn)(ggml_backend_sched_t, struct ggml_cgraph *);
+typedef enum ggml_status (*cpu_fn)(struct ggml_cgraph *, struct ggml_cplan *);
+
+/* The real ggml functions and the accessors the model reads through, as one caller finds them
+ * (see "resolution" below). */
+struct gfns {
+    bool (*gallocr_alloc_graph)(ggml_gallocr_t, struct ggml_cgraph *);
+    bool (*sched_alloc_graph)(ggml_backend_sched_t, struct ggml_cgraph *);
+    compute_fn graph_compute, graph_compute_async;
+    sched_fn sched_graph_compute, sched_graph_compute_async;
+    cpu_fn cpu_graph_compute; /* ggml_graph_compute, the CPU backend's executor */
+    const char *(*get_name)(const struct ggml_tensor *);
+    void *(*get_data)(const struct ggml_tensor *);
+    const char *(*version)(void);
+    const char *(*type_name)(enum ggml_type);
+    /* per-node computing (checksums): a one-node graph of ggml's public API */
+    struct ggml_context *(*init)(struct ggml_init_params);
+    void (*free)(struct ggml_context *);
+    struct ggml_cgraph *(*new_graph_custom)(struct ggml_context *, size_t, bool);
+    size_t (*graph_overhead_custom)(size_t, bool);
+    void (*graph_clear)(struct ggml_cgraph *);
+    void (*graph_add_node)(struct ggml_cgraph *, struct ggml_tensor *);
+    void (*synchronize)(ggml_backend_t);
+    struct gm_api model;
+};
+
+/* One copy of ggml in the process: its functions, and what the adapter learnt of it. */
+struct glib {
+    struct gfns fn;
+    bool stepwise;            /* the per-node functions were all found */
+    bool usable;              /* the accessors were all found */
+    atomic_int probe;         /* the layout probe: 0 not run, 1 passed, -1 failed */
+    atomic_bool sched_allocs; /* its schedulers' graphs are checked where they are allocated */
+    char object[256];         /* where ggml_get_name was found, for messages */
+};
+
+#define GLIB_MAX    16
+#define CALLERS_MAX 64
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;        /* options */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below but t_* */
+static struct glib g_libs[GLIB_MAX];
+static size_t g_libs_n;
+static struct {
+    const void *map; /* the caller's link_map (NULL: an address in no object) */
+    uintptr_t bias;
+    struct glib *lib;
+} g_callers[CALLERS_MAX];
+static size_t g_callers_n;
+static uint64_t *g_keys; /* graphs checked (open addressing, 0 empty) */
+static size_t g_keys_n, g_keys_cap;
+static uint64_t *g_seen; /* findings reported */
+static size_t g_seen_n, g_seen_cap;
+static atomic_ulong g_checked, g_cached;
+static struct ggml_inject g_inject;
+static __thread int t_depth;       /* compute calls of this thread in progress */
+static __thread int t_sched;       /* inside a scheduler's compute or allocation */
+static __thread unsigned t_allocs; /* ggml_gallocr_alloc_graph calls this thread made */
+
+unsigned long ggml_adapter_checked(void)
+{
+    return atomic_load(&g_checked);
+}
+
+unsigned long ggml_adapter_cached(void)
+{
+    return atomic_load(&g_cached);
+}
+
+/* ---- inject=... ---- */
+
+static bool parse_int(const char **p, int *out)
+{
+    const char *s = *p;
+    long v = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    while (*s >= '0' && *s <= '9') {
+        v = v * 10 + (*s++ - '0');
+        if (v > 1 << 30)
+            return false;
+    }
+    *out = (int)v;
+    *p = s;
+    return true;
+}
+
+bool ggml_inject_parse(const char *text, struct ggml_inject *out)
+{
+    *out = (struct ggml_inject){GGML_INJECT_NONE, -1, -1};
+    if (!text || !*text)
+        return true;
+    if (strncmp(text, "move@", 5) != 0)
+        return false;
+    const char *p = text + 5;
+    if (!parse_int(&p, &out->node))
+        return false;
+    if (*p == '@') {
+        p++;
+        if (!parse_int(&p, &out->victim))
+            return false;
+    }
+    if (*p)
+        return false;
+    out->kind = GGML_INJECT_MOVE;
+    return true;
+}
+
+static void parse_options(void)
+{
+    if (!ggml_inject_parse(shim_opts()->inject, &g_inject))
+        out_printf("tlsan: TLSAN_OPTIONS: inject=%s: expected move@NODE or move@NODE@VICTIM; "
+                   "nothing injected\n",
+                   shim_opts()->inject);
+}
+
+/* ---- resolution ----
+ *
+ * A hook is reached from some object's PLT: the program's, libggml-base's own, a CPU
+ * backend's, or an addon with ggml built in (whisper.node: loaded with RTLD_LOCAL, named
+ * index.node). The real function is the one the dynamic linker would have bound that call to
+ * without the shim, found in this order:
+ *   1. dlsym(RTLD_NEXT): the next definition in the global scope (ggml linked or loaded
+ *      RTLD_GLOBAL), which the linker searches first;
+ *   2. the calling object's own scope: dlsym on its handle (dlopen(RTLD_NOLOAD) of its path:
+ *      the object, then its dependencies), else its own dynamic symbol table (elfsym.h);
+ *   3. the first loaded object defining it (its own dynamic symbols), the shim left out.
+ * The accessors are found the same way, so a graph is read with the functions of the ggml
+ * copy that made it, even with two copies in one process (two Node addons). Callers are
+ * remembered by link_map, and callers that find the same functions share one struct glib. */
+
+/* Whether p is one of the shim's own functions (its hooks). */
+static bool ours(const void *p)
+{
+    Dl_info a, b;
+    return dladdr(p, &a) && dladdr((const void *)ggml_gallocr_alloc_graph, &b) &&
+           a.dli_fbase == b.dli_fbase;
+}
+
+static void *find_in_scope(const char *name, const char *caller_path, const void *caller,
+                           char *object, size_t cap)
+{
+    if (caller_path && caller_path[0]) {
+        void *h = dlopen(caller_path, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            void *p = dlsym(h, name);
+            Dl_info info;
+            if (p && object && dladdr(p, &info) && info.dli_fname)
+                snprintf(object, cap, "%s", info.dli_fname);
+            dlclose(h);
+            if (p && !ours(p))
+                return p;
+        }
+    }
+    void *p = caller ? elfsym_lookup(name, caller, NULL, object, cap) : NULL;
+    if (p && !ours(p))
+        return p;
+    return elfsym_lookup(name, NULL, (const void *)ggml_gallocr_alloc_graph, object, cap);
+}
+
+static void *resolve(const char *name, const char *caller_path, const void *caller, char *object,
+                     size_t cap)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p) {
+        Dl_info info;
+        if (object && dladdr(p, &info) && info.dli_fname)
+            snprintf(object, cap, "%s", info.dli_fname);
+        return p;
+    }
+    return find_in_scope(name, caller_path, caller, object, cap);
+}
+
+#define RESOLVE(field, name) (*(void **)&l->fn.field = resolve(name, path, caller, NULL, 0))
+
+static void resolve_lib(struct glib *l, const char *path, const void *caller)
+{
+    memset(l, 0, sizeof *l);
+    *(void **)&l->fn.get_name = resolve("ggml_get_name", path, caller, l->object, sizeof l->object);
+    RESOLVE(gallocr_alloc_graph, "ggml_gallocr_alloc_graph");
+    RESOLVE(sched_alloc_graph, "ggml_backend_sched_alloc_graph");
+    RESOLVE(graph_compute, "ggml_backend_graph_compute");
+    RESOLVE(graph_compute_async, "ggml_backend_graph_compute_async");
+    RESOLVE(sched_graph_compute, "ggml_backend_sched_graph_compute");
+    RESOLVE(sched_graph_compute_async, "ggml_backend_sched_graph_compute_async");
+    RESOLVE(cpu_graph_compute, "ggml_graph_compute");
+    RESOLVE(get_data, "ggml_get_data");
+    RESOLVE(version, "ggml_version");
+    RESOLVE(type_name, "ggml_type_name");
+    RESOLVE(model.graph_n_nodes, "ggml_graph_n_nodes");
+    RESOLVE(model.graph_node, "ggml_graph_node");
+    RESOLVE(model.buffer_get_base, "ggml_backend_buffer_get_base");
+    RESOLVE(model.buffer_get_size, "ggml_backend_buffer_get_size");
+    RESOLVE(model.buffer_name, "ggml_backend_buffer_name");
+    RESOLVE(model.nbytes, "ggml_nbytes");
+    RESOLVE(model.op_desc, "ggml_op_desc");
+    RESOLVE(init, "ggml_init");
+    RESOLVE(free, "ggml_free");
+    RESOLVE(new_graph_custom, "ggml_new_graph_custom");
+    RESOLVE(graph_overhead_custom, "ggml_graph_overhead_custom");
+    RESOLVE(graph_clear, "ggml_graph_clear");
+    RESOLVE(graph_add_node, "ggml_graph_add_node");
+    RESOLVE(synchronize, "ggml_backend_synchronize");
+    const struct gfns *f = &l->fn;
+    l->stepwise = f->init && f->free && f->new_graph_custom && f->graph_overhead_custom &&
+                  f->graph_clear && f->graph_add_node && f->synchronize;
+    l->usable = f->get_name && f->get_data && f->version && f->type_name &&
+                f->model.graph_n_nodes && f->model.graph_node && f->model.buffer_get_base &&
+                f->model.buffer_get_size && f->model.buffer_name && f->model.nbytes &&
+                f->model.op_desc;
+}
+
+/* The loaded object holding code address ra, NULL when none. _dl_find_object (glibc 2.35)
+ * is lock-free and does not look for the nearest symbol, as dladdr does: in the per-node
+ * computing of checksum=shared every node goes through two hooks. */
+static struct link_map *caller_map(const void *ra)
+{
+#ifdef DLFO_EH_SEGMENT_TYPE
+    struct dl_find_object found;
+    if (_dl_find_object((void *)(uintptr_t)ra, &found) == 0)
+        return found.dlfo_link_map;
+    return NULL;
+#else
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(ra, &info, (void **)&map, RTLD_DL_LINKMAP))
+        return NULL;
+    return map;
+#endif
+}
+
+/* The ggml copy the call at return address `ra` was bound to. Never NULL: when the table is
+ * full, a per-thread copy is resolved anew for each call and left unchecked. */
+static struct glib *lib_for(const void *ra)
+{
+    pthread_once(&g_once, parse_options);
+    struct link_map *map = caller_map(ra);
+    uintptr_t bias = map ? map->l_addr : 0;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_callers_n; i++)
+        if (g_callers[i].map == map && g_callers[i].bias == bias) {
+            struct glib *l = g_callers[i].lib;
+            pthread_mutex_unlock(&g_mu);
+            return l;
+        }
+    pthread_mutex_unlock(&g_mu);
+
+    /* Resolved without the lock: dlopen and dl_iterate_phdr take the loader's. */
+    static __thread struct glib t_new;
+    resolve_lib(&t_new, map ? map->l_name : NULL, map ? ra : NULL);
+    struct glib *l = NULL;
+    bool added = false;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_libs_n && !l; i++)
+        if (memcmp(&g_libs[i].fn, &t_new.fn, sizeof t_new.fn) == 0)
+            l = &g_libs[i];
+    if (!l && g_libs_n < GLIB_MAX) {
+        l = &g_libs[g_libs_n++];
+        *l = t_new;
+        added = true;
+    }
+    if (l && g_callers_n < CALLERS_MAX) {
+        g_callers[g_callers_n].map = map;
+        g_callers[g_callers_n].bias = bias;
+        g_callers[g_callers_n++].lib = l;
+    }
+    pthread_mutex_unlock(&g_mu);
+    if (!l) {
+        t_new.usable = false;
+        return &t_new;
+    }
+    if (added && !l->usable && l->fn.gallocr_alloc_graph)
+        out_printf("==%d==tlsan: ggml: some of ggml's accessors are missing (ggml in %s); its "
+                   "graphs are not checked\n",
+                   (int)getpid(), l->object[0] ? l->object : "the program");
+    return l;
+}
+
+/* A real function that is nowhere: said once, and the call fails as ggml reports failure,
+ * rather than a call through NULL. */
+static void missing(const char *name)
+{
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true))
+        out_printf("==%d==tlsan: ggml: cannot find the real %s in any loaded object; the call "
+                   "fails and ggml graphs are not checked\n",
+                   (int)getpid(), name);
+}
+
+/* The headers' layout against the library's: the accessors must read the fields where the
+ * headers put them. Run once per ggml copy, on the first tensor seen. */
+static bool layout_ok(struct glib *l, struct ggml_tensor *t)
+{
+    int p = atomic_load(&l->probe);
+    if (p)
+        return p > 0;
+    bool ok = l->fn.get_name(t) == t->name && l->fn.get_data(t) == t->data;
+    if (!ok) {
+        out_printf("==%d==tlsan: ggml: ggml %s's struct ggml_tensor (in %s) is not laid out as "
+                   "in the headers tlsan was built with; its graphs are not checked\n",
+                   (int)getpid(), l->fn.version(), l->object[0] ? l->object : "the program");
+    } else if (shim_opts()->verbosity >= 1) {
+        out_printf("==%d==tlsan: ggml: adapter on (ggml %s in %s)\n", (int)getpid(),
+                   l->fn.version(), l->object[0] ? l->object : "the program");
+    }
+    atomic_store(&l->probe, ok ? 1 : -1);
+    return ok;
+}
+
+static bool adapter_on(struct glib *l, struct ggml_cgraph *graph)
+{
+    if (!shim_active() || !l->usable || !graph || l->fn.model.graph_n_nodes(graph) <= 0)
+        return false;
+    return layout_ok(l, l->fn.model.graph_node(graph, 0));
+}
+
+/* ---- caches ---- */
+
+/* Adds key to the set; returns false when it was there. Lock held. A set that fills up
+ * starts over: a program making ever new graphs gets them checked, not an ever larger set. */
+static bool set_add(uint64_t **v, size_t *n, size_t *cap, uint64_t key)
+{
+    if (!key)
+        key = 1;
+    if ((*n + 1) * 2 > *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        if (c > (1u << 20)) {
+            memset(*v, 0, *cap * sizeof **v);
+            *n = 0;
+            c = *cap;
+        } else {
+            uint64_t *w = calloc(c, sizeof *w);
+            if (!w)
+                return true;
+            for (size_t i = 0; i < *cap; i++) {
+                if (!(*v)[i])
+                    continue;
+                size_t j = (*v)[i] & (c - 1);
+                while (w[j])
+                    j = (j + 1) & (c - 1);
+                w[j] = (*v)[i];
+            }
+            free(*v);
+            *v = w;
+            *cap = c;
+        }
+    }
+    size_t j = key & (*cap - 1);
+    for (; (*v)[j]; j = (j + 1) & (*cap - 1))
+        if ((*v)[j] == key)
+            return false;
+    (*v)[j] = key;
+    (*n)++;
+    return true;
+}
+
+static bool first_time(uint64_t **v, size_t *n, size_t *cap, uint64_t key)
+{
+    pthread_mutex_lock(&g_mu);
+    bool first = set_add(v, n, cap, key);
+    pthread_mutex_unlock(&g_mu);
+    return first;
+}
+
+static uint64_t finding_key(const tlsan_finding *f)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)f->kind;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        for (const char *p = f->tensors[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- reports ---- */
+
+static void tensor_lines(const struct glib *L, struct report *r, const struct gm_model *m,
+                         int64_t index, const tlsan_finding *f, size_t which)
+{
+    if (index < 0 || (uint64_t)index >= m->n_tensors)
+        return;
+    const struct gm_tensor *g = &m->tensors[index];
+    const struct gm_tensor *root = &m->tensors[g->root];
+    const struct ggml_tensor *t = g->t;
+    char what[96];
+    if (g->node >= 0)
+        snprintf(what, sizeof what, "node %d (%s)", g->node, L->fn.model.op_desc(t));
+    else
+        snprintf(what, sizeof what, "leaf%s", (root->flags & TLSAN_TENSOR_INPUT) ? ", input" : "");
+    report_line(r, "  tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
+                L->fn.type_name(t->type), (long long)t->ne[0], (long long)t->ne[1],
+                (long long)t->ne[2], (long long)t->ne[3],
+                (root->flags & TLSAN_TENSOR_OUTPUT) ? ", output" : "", g->view ? ", a view" : "");
+    if (root->arena >= 0) {
+        const struct gm_arena *a = &m->arenas[root->arena];
+        uint64_t off = root->offset_bytes + (g->view ? g->offset_bytes : 0);
+        report_line(r, "    at %p: buffer '%s' (base %p, %llu bytes), bytes [%llu, %llu)", t->data,
+                    a->name, (void *)a->base, (ull)a->bytes, (ull)off, (ull)(off + g->bytes));
+    }
+    if (f->has_lifetimes && which < 2)
+        report_line(r,
+                    "    live from step %lld to step %lld (steps are node indices; -1: before "
+                    "the graph, %d: after it)",
+                    (long long)f->lifetimes[which][0], (long long)f->lifetimes[which][1],
+                    m->n_nodes);
+}
+
+static void op_line(const struct glib *L, struct report *r, const struct gm_model *m, int64_t op,
+                    const char *what)
+{
+    if (op < 0 || op >= m->n_nodes || m->node_index[op] == UINT32_MAX)
+        return;
+    const struct gm_tensor *g = &m->tensors[m->node_index[op]];
+    report_line(r, "  %snode %lld: %s writing '%s'", what, (long long)op, L->fn.model.op_desc(g->t),
+                g->name);
+}
+
+/* Where a graph is seen: as ggml_gallocr (or the scheduler) allocates it, or as it is computed
+ * (the first sight of a graph whose allocation the shim did not see). */
+enum sight { AT_ALLOC, AT_COMPUTE };
+
+static const char *stack_title(enum sight at)
+{
+    return at == AT_ALLOC ? "graph allocated at" : "graph computed at";
+}
+
+static void report_finding(const struct glib *L, const tlsan_finding *f, const struct gm_model *m,
+                           const char *where, enum sight at, uint32_t stack)
+{
+    struct report *r = report_begin_finding(f, where);
+    if (!r)
+        return;
+    report_line(r, "  %s", f->message);
+    for (size_t i = 0; i < f->n_tensors && i < 2; i++)
+        tensor_lines(L, r, m, f->tensor_index[i], f, i);
+    if (f->has_steps)
+        report_line(r, "  colliding at steps %lld to %lld", (long long)f->steps[0],
+                    (long long)f->steps[1]);
+    if (f->has_bytes)
+        report_line(r, "  shared bytes [%llu, %llu) of the buffer", (ull)f->bytes[0],
+                    (ull)f->bytes[1]);
+    op_line(L, r, m, f->op_index, "");
+    op_line(L, r, m, f->op_index2, "not ordered before it: ");
+    report_stack(r, stack_title(at), stack);
+    report_end_finding(r, f, where);
+}
+
+/* ---- the check ---- */
+
+/* How reports name a graph: by its first and last nodes, which a person recognises in the
+ * model's code and which stay the same from run to run (the graph's address does not). */
+static void graph_where(char *buf, size_t cap, const struct glib *L, const struct gm_model *m,
+                        enum sight at)
+{
+    const char *how = !t_sched         ? ""
+                      : at == AT_ALLOC ? ", allocated by a ggml_backend_sched"
+                                       : ", a ggml_backend_sched split";
+    if (m->n_nodes <= 0 || m->node_index[0] == UINT32_MAX ||
+        m->node_index[m->n_nodes - 1] == UINT32_MAX) {
+        snprintf(buf, cap, "ggml graph (%d nodes%s)", m->n_nodes, how);
+        return;
+    }
+    char first[48], last[48];
+    gm_display_name(m, &L->fn.model, m->node_index[0], first, sizeof first);
+    gm_display_name(m, &L->fn.model, m->node_index[m->n_nodes - 1], last, sizeof last);
+    if (m->n_nodes == 1)
+        snprintf(buf, cap, "ggml graph '%s' (1 node%s)", first, how);
+    else
+        snprintf(buf, cap, "ggml graph '%s' .. '%s' (%d nodes%s)", first, last, m->n_nodes, how);
+}
+
+/* ggml_plan_path=PATH: the plan to PATH.PID.N.json, N counting the graphs checked. */
+static void write_plan(const tlsan_plan *plan)
+{
+    static atomic_uint n;
+    char path[400];
+    snprintf(path, sizeof path, "%s.%d.%u.json", shim_opts()->ggml_plan_path, (int)getpid(),
+             atomic_fetch_add(&n, 1));
+    FILE *f = fopen(path, "w");
+    if (!f || tlsan_plan_write(plan, f, true) != TLSAN_OK)
+        out_printf("==%d==tlsan: ggml: cannot write the plan to %s\n", (int)getpid(), path);
+    if (f)
+        fclose(f);
+}
+
+/* The plan into the trace, as a plan handed over: `tlsan replay` checks it again offline. */
+static void trace_graph(const tlsan_plan *plan, uint32_t stack)
+{
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    if (!f)
+        return;
+    tlsan_status st = tlsan_plan_write(plan, f, false);
+    if (fclose(f) == 0 && st == TLSAN_OK && json)
+        trace_plan(json, len, stack);
+    free(json);
+}
+
+static void inject(const struct glib *L, struct ggml_cgraph *graph);
+
+/* Checks the graph, as allocated, unless an identical one was. A graph first seen at a
+ * compute (its allocation went past the shim) gets the inject= fault first, so that each
+ * allocation the shim does not see is faulted once (`fault`); the moved graph is then a known
+ * one.
+ * noinline: the stack is taken from here, one frame below the hook. */
+__attribute__((noinline)) static void check_graph(const struct glib *L, struct ggml_cgraph *graph,
+                                                  enum sight at, bool fault)
+{
+    uint64_t key = gm_key(&L->fn.model, graph);
+    if (!first_time(&g_keys, &g_keys_n, &g_keys_cap, key)) {
+        atomic_fetch_add(&g_cached, 1);
+        return;
+    }
+    if (fault && g_inject.kind != GGML_INJECT_NONE) {
+        inject(L, graph);
+        first_time(&g_keys, &g_keys_n, &g_keys_cap, gm_key(&L->fn.model, graph));
+    }
+    uint32_t stack = depot_capture(1);
+    atomic_fetch_add(&g_checked, 1);
+    struct gm_model m;
+    tlsan_plan *plan = NULL;
+    tlsan_report *rep = NULL;
+    tlsan_error err;
+    memset(&err, 0, sizeof err);
+    if (gm_build(&m, &L->fn.model, graph) != 0) {
+        out_printf("==%d==tlsan: ggml: out of memory reading a graph; not checked\n",
+                   (int)getpid());
+        return;
+    }
+    char where[160];
+    graph_where(where, sizeof where, L, &m, at);
+    plan = gm_plan(&m, &L->fn.model, where, &err);
+    if (!plan) {
+        char msg[1100];
+        tlsan_error_format(&err, msg, sizeof msg);
+        out_printf("==%d==tlsan: ggml: cannot read %s as a plan: %s\n", (int)getpid(), where, msg);
+        goto done;
+    }
+    if (shim_opts()->ggml_plan_path[0])
+        write_plan(plan);
+    if (trace_wanted())
+        trace_graph(plan, stack);
+    if (tlsan_check(plan, NULL, &rep) != TLSAN_OK) {
+        out_printf("==%d==tlsan: ggml: cannot check %s\n", (int)getpid(), where);
+        goto done;
+    }
+    size_t n = tlsan_report_count(rep);
+    if (shim_opts()->verbosity >= 1)
+        out_printf("==%d==tlsan: ggml: checked %s: %zu tensors in %zu buffers, %zu finding%s; "
+                   "seen at its %s\n",
+                   (int)getpid(), where, m.n_tensors, m.n_arenas, n, n == 1 ? "" : "s",
+                   at == AT_ALLOC ? "allocation" : "compute");
+    for (size_t i = 0; i < n; i++) {
+        const tlsan_finding *f = tlsan_report_finding(rep, i);
+        if (first_time(&g_seen, &g_seen_n, &g_seen_cap, finding_key(f)))
+            report_finding(L, f, &m, where, at, stack);
+    }
+done:
+    tlsan_report_free(rep);
+    tlsan_plan_free(plan);
+    gm_free(&m);
+}
+
+/* ---- injection ---- */
+
+static bool node_reads_root(const struct gm_model *m, int node, uint32_t root)
+{
+    uint32_t k = m->node_index[node];
+    if (k == UINT32_MAX)
+        return false;
+    const struct ggml_tensor *t = m->tensors[k].t;
+    for (int s = 0; s < GGML_MAX_SRC; s++) {
+        long j = gm_find(m, t->src[s]);
+        if (j >= 0 && m->tensors[j].root == root)
+            return true;
+    }
+    return false;
+}
+
+/* The victim of move@N: the first root of N's buffer live while N is, with room for N's bytes
+ * before the buffer's end. Preferably one that neither feeds N nor is written by a node
+ * reading N; else one of those whose size differs from N's (of the same size, the pair would
+ * pass for ggml_gallocr's in-place reuse, which the check rightly accepts when the reader is
+ * the last one). */
+static long pick_victim(const struct gm_model *m, uint32_t k)
+{
+    const struct gm_tensor *a = &m->tensors[k];
+    const struct gm_arena *ar = &m->arenas[a->arena];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            const struct gm_tensor *b = &m->tensors[i];
+            if (i == k || b->view || b->arena != a->arena || b->first == INT64_MIN ||
+                b->last == INT64_MIN)
+                continue;
+            if (b->first > a->last || a->first > b->last)
+                continue;
+            if (b->offset_bytes + a->bytes > ar->bytes || b->offset_bytes == a->offset_bytes)
+                continue;
+            bool related = node_reads_root(m, a->node, (uint32_t)i) ||
+                           (b->node >= 0 && node_reads_root(m, b->node, k));
+            if (pass == 0 ? related : b->bytes == a->bytes)
+                continue;
+            return (long)i;
+        }
+    return -1;
+}
+
+static void inject(const struct glib *L, struct ggml_cgraph *graph)
+{
+    const struct ggml_inject *in = &g_inject;
+    struct gm_model m;
+    if (gm_build(&m, &L->fn.model, graph) != 0)
+        return;
+    const char *why = NULL;
+    long victim = -1;
+    uint32_t k = in->node < m.n_nodes ? m.node_index[in->node] : UINT32_MAX;
+    if (in->node >= m.n_nodes)
+        why = "no such node";
+    else if (k == UINT32_MAX)
+        why = "the node has no data";
+    else if (m.tensors[k].view)
+        why = "the node is a view (move its storage root's node instead)";
+    else if (!m.arenas[m.tensors[k].arena].buffer)
+        why = "the node is in no backend buffer";
+    else if (in->victim >= 0) {
+        uint32_t v = in->victim < m.n_nodes ? m.node_index[in->victim] : UINT32_MAX;
+        if (v == UINT32_MAX)
+            why = "no such victim node";
+        else {
+            victim = (long)m.tensors[v].root;
+            if ((uint32_t)victim == k || m.tensors[victim].arena != m.tensors[k].arena)
+                why = "the victim must be another tensor in the same buffer";
+        }
+    } else if ((victim = pick_victim(&m, k)) < 0) {
+        why = "no tensor of its buffer is live at the same time";
+    }
+    if (why) {
+        out_printf("==%d==tlsan: inject: move@%d: %s; nothing injected\n", (int)getpid(), in->node,
+                   why);
+        goto done;
+    }
+    struct gm_tensor *a = &m.tensors[k], *b = &m.tensors[victim];
+    char *to = (char *)b->t->data;
+    out_printf("==%d==tlsan: inject: moved node %d '%s' (%llu bytes) in buffer '%s' from offset "
+               "%llu onto '%s' at offset %llu\n",
+               (int)getpid(), in->node, a->name, (ull)a->bytes, m.arenas[a->arena].name,
+               (ull)a->offset_bytes, b->name, (ull)b->offset_bytes);
+    a->t->data = to;
+    /* Its views follow, as ggml_backend_view_init would have placed them. */
+    for (size_t i = 0; i < m.n_tensors; i++)
+        if (m.tensors[i].view && m.tensors[i].root == k)
+            m.tensors[i].t->data = to + m.tensors[i].t->view_offs;
+done:
+    gm_free(&m);
+}
+
+/* ---- checksums: the graph computed node by node ----
+ *
+ * With checksum=shared (the default) or all, a graph is computed one node at a time, each as
+ * a one-node graph (ggml_new_graph_custom + ggml_graph_add_node: ggml's public API), so that
+ * the shim sees the bytes between nodes. After a node runs, every storage root it wrote is
+ * hashed; before a node runs, every root it reads is hashed again and compared, and so are
+ * the outputs after the last node. A difference is bytes that changed under a live tensor
+ * with no write of its own: live-corruption, naming the nodes that wrote over its bytes
+ * since. `shared` hashes the roots whose bytes some other root of the graph shares (ggml's
+ * reuse), `all` every root, weights included. View nodes compute nothing and are skipped. */
+
+struct sum {
+    bool wanted, valid, reported;
+    uint64_t hash;
+    int hashed_at; /* the node after which it was hashed; -1: before the graph */
+};
+
+static uint64_t root_hash(const struct gm_tensor *r)
+{
+    return checksum_bytes(r->t->data, r->bytes);
+}
+
+/* Roots whose bytes another root of the same arena shares (a sweep by offset). */
+static void mark_shared(const struct gm_model *m, struct sum *sums)
+{
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const struct gm_tensor *a = &m->tensors[i];
+        if (a->view || !a->bytes)
+            continue;
+        for (size_t j = i + 1; j < m->n_tensors; j++) {
+            const struct gm_tensor *b = &m->tensors[j];
+            if (b->view || !b->bytes || b->arena != a->arena)
+                continue;
+            if (a->offset_bytes < b->offset_bytes + b->bytes &&
+                b->offset_bytes < a->offset_bytes + a->bytes)
+                sums[i].wanted = sums[j].wanted = true;
+        }
+    }
+}
+
+/* The roots node i writes: its own, and a leaf ggml_gallocr allocates for it. */
+static size_t written_roots(const struct glib *L, const struct gm_model *m, int i, uint32_t *out)
+{
+    size_t n = 0;
+    uint32_t k = m->node_index[i];
+    if (k == UINT32_MAX || gm_is_view_op(&L->fn.model, m->tensors[k].t))
+        return 0;
+    out[n++] = m->tensors[k].root;
+    const struct ggml_tensor *t = m->tensors[k].t;
+    for (int s = 0; s < GGML_MAX_SRC; s++) {
+        long j = gm_find(m, t->src[s]);
+        if (j >= 0 && m->tensors[m->tensors[j].root].first_writer == i)
+            out[n++] = m->tensors[j].root;
+    }
+    return n;
+}
+
+static void report_corruption(const struct glib *L, const struct gm_model *m, uint32_t r,
+                              const struct sum *sum, int reader, uint64_t now, const char *where,
+                              uint32_t stack)
+{
+    const struct gm_tensor *g = &m->tensors[r];
+    const struct gm_arena *a = &m->arenas[g->arena];
+    struct report *rep = report_begin(
+        SHIM_KIND_LIVE_CORRUPTION, 1, "on '%s' in buffer '%s' bytes [%llu, %llu) in %s", g->name,
+        a->name, (ull)g->offset_bytes, (ull)(g->offset_bytes + g->bytes), where);
+    if (!rep)
+        return;
+    char when[64];
+    if (reader < m->n_nodes)
+        snprintf(when, sizeof when, "before node %d reads it", reader);
+    else
+        snprintf(when, sizeof when, "after the graph (it is an output)");
+    report_line(rep,
+                "  its bytes changed with no write of its own: checksum %016llx after %s, "
+                "%016llx %s",
+                (ull)sum->hash,
+                sum->hashed_at < 0 ? "the graph's inputs were set" : "its last write", (ull)now,
+                when);
+    if (sum->hashed_at >= 0)
+        op_line(L, rep, m, sum->hashed_at, "last written by ");
+    const char *culprit = NULL;
+    uint32_t w[GGML_MAX_SRC + 1];
+    for (int k = sum->hashed_at + 1; k < reader && k < m->n_nodes; k++) {
+        size_t n = written_roots(L, m, k, w);
+        for (size_t x = 0; x < n; x++) {
+            const struct gm_tensor *o = &m->tensors[w[x]];
+            if (w[x] == r || o->arena != g->arena ||
+                o->offset_bytes >= g->offset_bytes + g->bytes ||
+                g->offset_bytes >= o->offset_bytes + o->bytes)
+                continue;
+            uint64_t lo = o->offset_bytes > g->offset_bytes ? o->offset_bytes : g->offset_bytes;
+            uint64_t e1 = o->offset_bytes + o->bytes, e2 = g->offset_bytes + g->bytes;
+            report_line(rep, "  overwritten by node %d (%s) writing '%s' over bytes [%llu, %llu)",
+                        k, L->fn.model.op_desc(m->tensors[m->node_index[k]].t), o->name, (ull)lo,
+                        (ull)(e1 < e2 ? e1 : e2));
+            if (!culprit)
+                culprit = o->name;
+        }
+    }
+    if (!culprit)
+        report_line(rep, "  no node of the graph wrote over its bytes meanwhile: a write outside "
+                         "the graph's tensors");
+    report_stack(rep, "graph computed at", stack);
+    report_tensor(rep, g->name);
+    if (culprit)
+        report_tensor(rep, culprit);
+    report_end(rep, "'%s' in %s%s%s%s", g->name, where, culprit ? " (overwritten by '" : "",
+               culprit ? culprit : "", culprit ? "')" : "");
+}
+
+/* Verifies root r before node `reader` reads it (m->n_nodes: after the graph). noinline: the
+ * stack is taken two frames below the hook. */
+__attribute__((noinline)) static void verify(const struct glib *L, const struct gm_model *m,
+                                             struct sum *sums, uint32_t r, int reader,
+                                             const char *where, uint32_t *stack)
+{
+    struct sum *sum = &sums[r];
+    if (!sum->wanted || !sum->valid || sum->reported)
+        return;
+    uint64_t now = root_hash(&m->tensors[r]);
+    if (now == sum->hash)
+        return;
+    sum->reported = true;
+    char key[GM_NAME_BYTES + 16];
+    snprintf(key, sizeof key, "corrupt:%s", m->tensors[r].name);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    if (!first_time(&g_seen, &g_seen_n, &g_seen_cap, h))
+        return;
+    if (!*stack)
+        *stack = depot_capture(2);
+    report_corruption(L, m, r, sum, reader, now, where, *stack);
+}
+
+/* How a graph is computed: on a backend (ggml_backend_graph_compute[_async]), or by the CPU
+ * backend's executor with its plan (ggml_graph_compute; the plan's work buffer is sized for
+ * the largest node, so it serves a one-node graph too). */
+struct runner {
+    compute_fn backend_fn;
+    ggml_backend_t backend;
+    cpu_fn cpu_fn;
+    struct ggml_cplan *cplan;
+};
+
+static enum ggml_status run(const struct glib *L, const struct runner *r, struct ggml_cgraph *graph,
+                            bool sync)
+{
+    if (r->cpu_fn)
+        return r->cpu_fn(graph, r->cplan);
+    enum ggml_status st = r->backend_fn(r->backend, graph);
+    if (sync)
+        L->fn.synchronize(r->backend);
+    return st;
+}
+
+/* Computes graph node by node with checksums around each; falls back to one call when the
+ * graph cannot be read. noinline: the stack is taken two frames below the program's call. */
+__attribute__((noinline)) static enum ggml_status
+compute_checked(const struct glib *L, const struct runner *run_by, struct ggml_cgraph *graph)
+{
+    struct gm_model m;
+    if (gm_build(&m, &L->fn.model, graph) != 0)
+        return run(L, run_by, graph, false);
+    char where[160];
+    graph_where(where, sizeof where, L, &m, AT_COMPUTE);
+    enum ggml_status st = GGML_STATUS_SUCCESS;
+    struct ggml_context *ctx = NULL;
+    struct sum *sums = calloc(m.n_tensors + 1, sizeof *sums);
+    uint32_t stack = 0;
+    if (!sums)
+        goto whole;
+    struct ggml_init_params params = {.mem_size = L->fn.graph_overhead_custom(1, false) + 256,
+                                      .no_alloc = true};
+    ctx = L->fn.init(params);
+    struct ggml_cgraph *one = ctx ? L->fn.new_graph_custom(ctx, 1, false) : NULL;
+    if (!one)
+        goto whole;
+    bool all = shim_opts()->checksum == SHIM_CHECKSUM_ALL;
+    if (!all)
+        mark_shared(&m, sums);
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const struct gm_tensor *r = &m.tensors[i];
+        if (r->view) {
+            sums[i].wanted = false;
+            continue;
+        }
+        sums[i].wanted |= all;
+        if (sums[i].wanted && (r->flags & TLSAN_TENSOR_INPUT)) {
+            sums[i].hash = root_hash(r);
+            sums[i].valid = true;
+            sums[i].hashed_at = -1;
+        }
+    }
+    uint32_t w[GGML_MAX_SRC + 1];
+    for (int i = 0; i < m.n_nodes && st == GGML_STATUS_SUCCESS; i++) {
+        uint32_t k = m.node_index[i];
+        if (k == UINT32_MAX)
+            continue;
+        struct ggml_tensor *t = m.tensors[k].t;
+        if (gm_is_view_op(&L->fn.model, t))
+            continue;
+        for (int s = 0; s < GGML_MAX_SRC; s++) {
+            long j = gm_reads_src(&L->fn.model, t, s) ? gm_find(&m, t->src[s]) : -1;
+            if (j >= 0 && m.tensors[m.tensors[j].root].first_writer != i)
+                verify(L, &m, sums, m.tensors[j].root, i, where, &stack);
+        }
+        L->fn.graph_clear(one);
+        L->fn.graph_add_node(one, t);
+        st = run(L, run_by, one, true);
+        size_t n = written_roots(L, &m, i, w);
+        for (size_t x = 0; x < n; x++)
+            if (sums[w[x]].wanted) {
+                sums[w[x]].hash = root_hash(&m.tensors[w[x]]);
+                sums[w[x]].valid = true;
+                sums[w[x]].hashed_at = i;
+            }
+    }
+    for (size_t i = 0; i < m.n_tensors && st == GGML_STATUS_SUCCESS; i++)
+        if (!m.tensors[i].view && (m.tensors[i].flags & TLSAN_TENSOR_OUTPUT))
+            verify(L, &m, sums, (uint32_t)i, m.n_nodes, where, &stack);
+    if (shim_opts()->verbosity >= 2) {
+        size_t hashed = 0;
+        for (size_t i = 0; i < m.n_tensors; i++)
+            hashed += sums[i].wanted;
+        out_printf("==%d==tlsan: ggml: computed a graph of %d nodes node by node, %zu roots "
+                   "hashed\n",
+                   (int)getpid(), m.n_nodes, hashed);
+    }
+    goto done;
+whole:
+    st = run(L, run_by, graph, false);
+done:
+    if (ctx)
+        L->fn.free(ctx);
+    free(sums);
+    gm_free(&m);
+    return st;
+}
+
+/* ---- the hooks ----
+ *
+ * Each hook finds the real function for its caller (lib_for). A graph is checked where it is
+ * allocated (ggml_gallocr_alloc_graph, also the scheduler's own call of it; or at
+ * ggml_backend_sched_alloc_graph's return when that call went past the shim) and where it is
+ * computed, at the thread's outermost compute call: ggml_backend_graph_compute[_async], or
+ * ggml_graph_compute, the CPU backend's executor, reached through the backend's PLT even
+ * when the calls above it are direct (whisper.node: ggml built in, where
+ * ggml_backend_graph_compute calls ..._async without the PLT). A graph checked at allocation
+ * is not checked again at its compute (the cache), and a scheduler's split is not checked
+ * when that ggml's scheduler graphs are checked at allocation; both are still computed node
+ * by node for the checksums. */
+
+EXPORT bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.gallocr_alloc_graph) {
+        missing("ggml_gallocr_alloc_graph");
+        return false;
+    }
+    bool ok = L->fn.gallocr_alloc_graph(galloc, graph);
+    t_allocs++;
+    if (ok && adapter_on(L, graph)) {
+        if (g_inject.kind != GGML_INJECT_NONE)
+            inject(L, graph);
+        check_graph(L, graph, AT_ALLOC, false);
+        if (t_sched)
+            atomic_store(&L->sched_allocs, true);
+    }
+    return ok;
+}
+
+EXPORT bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.sched_alloc_graph) {
+        missing("ggml_backend_sched_alloc_graph");
+        return false;
+    }
+    unsigned allocs = t_allocs;
+    t_sched++;
+    bool ok = L->fn.sched_alloc_graph(sched, graph);
+    /* Its ggml_gallocr_alloc_graph went past the shim: the program's graph, as placed. */
+    if (ok && t_allocs == allocs && adapter_on(L, graph)) {
+        check_graph(L, graph, AT_ALLOC, true);
+        atomic_store(&L->sched_allocs, true);
+    }
+    t_sched--;
+    return ok;
+}
+
+/* A compute call: checks the graph when it is the thread's outermost one. Inlined into the
+ * hooks so that the stack check_graph takes starts at the hook, then the program's call. */
+static inline __attribute__((always_inline)) enum ggml_status
+compute(struct glib *L, const struct runner *r, struct ggml_cgraph *graph)
+{
+    bool stepwise = false;
+    if (t_depth == 0 && adapter_on(L, graph)) {
+        if (!(t_sched && atomic_load(&L->sched_allocs)))
+            check_graph(L, graph, AT_COMPUTE, true);
+        stepwise = shim_opts()->checksum != SHIM_CHECKSUM_OFF && L->stepwise;
+    }
+    t_depth++;
+    enum ggml_status st = stepwise ? compute_checked(L, r, graph) : run(L, r, graph, false);
+    t_depth--;
+    return st;
+}
+
+EXPORT enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend,
+                                                   struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.graph_compute) {
+        missing("ggml_backend_graph_compute");
+        return GGML_STATUS_FAILED;
+    }
+    struct runner r = {.backend_fn = L->fn.graph_compute, .backend = backend};
+    return compute(L, &r, graph);
+}
+
+EXPORT enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend,
+                                                         struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.graph_compute_async) {
+        missing("ggml_backend_graph_compute_async");
+        return GGML_STATUS_FAILED;
+    }
+    struct runner r = {.backend_fn = L->fn.graph_compute_async, .backend = backend};
+    return compute(L, &r, graph);
+}
+
+EXPORT enum ggml_status ggml_graph_compute(struct ggml_cgraph *graph, struct ggml_cplan *cplan)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.cpu_graph_compute) {
+        missing("ggml_graph_compute");
+        return GGML_STATUS_FAILED;
+    }
+    struct runner r = {.cpu_fn = L->fn.cpu_graph_compute, .cplan = cplan};
+    return compute(L, &r, graph);
+}
+
+/* A scheduler compute: checked where it allocates, or where it computes each split. */
+static enum ggml_status sched_compute(sched_fn real, const char *name, ggml_backend_sched_t sched,
+                                      struct ggml_cgraph *graph)
+{
+    if (!real) {
+        missing(name);
+        return GGML_STATUS_FAILED;
+    }
+    t_sched++;
+    enum ggml_status st = real(sched, graph);
+    t_sched--;
+    return st;
+}
+
+EXPORT enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched,
+                                                         struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    return sched_compute(L->fn.sched_graph_compute, "ggml_backend_sched_graph_compute", sched,
+                         graph);
+}
+
+EXPORT enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched,
+                                                               struct ggml_cgraph *graph)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    return sched_compute(L->fn.sched_graph_compute_async, "ggml_backend_sched_graph_compute_async",
+                         sched, graph);
+}
+
+#else /* !TLSAN_HAVE_GGML: built without ggml's headers, the adapter is absent. */
+
+bool ggml_inject_parse(const char *text, struct ggml_inject *out)
+{
+    *out = (struct ggml_inject){GGML_INJECT_NONE, -1, -1};
+    return !text || !*text;
+}
+
+unsigned long ggml_adapter_checked(void)
+{
+    return 0;
+}
+
+unsigned long ggml_adapter_cached(void)
+{
+    return 0;
+}
+
+#endif

@@ -1,0 +1,1383 @@
+/* heap.c - the side table of heap blocks, sentinel fills, the quarantine and the checks.
+ *
+ * Blocks are not given headers: the real allocator's pointer is the program's pointer, and
+ * what the shim knows of a block lives in a side table keyed by address. So a pointer the
+ * shim never saw (or an interior pointer) is recognised as such instead of being read as a
+ * header, and after an internal failure every block can go straight back to the real free.
+ *
+ * The table is sharded (64 shards by a hash of the address, each an open-addressing table
+ * with linear probing and backward-shift deletion, in its own mmap'd array, grown by
+ * doubling) so threads freeing at once rarely share a lock. A freed block stays in the
+ * table, flagged, while it sits in the quarantine: that is how a double free is told from an
+ * invalid one. The quarantine is one FIFO ring of addresses with a byte budget; blocks
+ * leaving it are verified (if they were filled) and handed to the real free.
+ *
+ * A block may sit a few bytes into what the real allocator returned (the left redzone, or a
+ * page for a large block so that its pages can be guarded): the table records that offset,
+ * so the real block is always known from the program's pointer and the table. A large freed
+ * block (HEAP_GUARD_MIN bytes or more, which glibc would have unmapped) is not filled but
+ * made inaccessible while in quarantine, and its pages are given back to the kernel: an
+ * access faults as it would natively, and the SIGSEGV handler here reports it.
+ *
+ * Locks: a shard lock is never held across a call that may allocate, report or take another
+ * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
+ * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
+#include "heap/heap.h"
+#include "depot.h"
+#include "lock.h"
+#include "out.h"
+#include "runtime_report.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define SHARDS           64
+#define SHARD_CAP0       512u       /* slots; see "the table's layout" below */
+#define QUARANTINE_CAP   (1u << 20) /* blocks; the byte budget usually binds first */
+#define QUARANTINE_CAP0  (1u << 12) /* the ring starts small and doubles */
+#define EVICT_BATCH      16
+#define SAMPLE_EDGE      256u
+#define SAMPLE_WINDOWS   64u
+#define SAMPLE_WINDOW    64u
+#define REPORT_BYTES_MAX 16u
+#define LEFT_CHECK       16u   /* bytes of left redzone filled and checked */
+#define GUARD_MAX        1024u /* guarded blocks at once: each may split a mapping in three */
+#define GUARD_VA_FACTOR  64u   /* guarded address space held: this many times the budget */
+/* What a quarantined block costs beyond its bytes: its ring entry, its table slot and stack
+ * ids at the table's load of at most a half. */
+#define QUARANTINE_META 80u
+
+/* The table's layout, chosen by measurement (bench/malloc_heavy with every check off, where
+ * the table is most of what the shim costs):
+ *  - A slot is 16 bytes: the address, and one word holding the size and the flags. Four share
+ *    a cache line, and a free finds in that one line everything its checks read. The stack ids
+ *    (read only by reports) live in a parallel cold array, which a shard maps when it first
+ *    tracks a block with a stack; with stack_depth=0 it is never touched. Against 32-byte slots
+ *    holding everything, at the same slot count, the run is about 3% shorter.
+ *  - The tables start sparse, 512 slots a shard (8 KiB, of which the kernel backs only what is
+ *    touched), and double beyond half full. Density is what costs, not memory: with 1024 live
+ *    blocks, tables a quarter full (64 slots a shard) made the run 1.6x native against 1.3x at
+ *    256 slots, though they added only 0.2 probes per operation: the branches of the probe and
+ *    shift loops stop predicting. With the home slot almost always the answer, and the slot
+ *    after it almost always empty so that a deletion's backward shift stops at once, they do.
+ * Backward-shift deletion keeps lookups free of tombstones, so a table never needs rebuilding
+ * at the same size. */
+struct slot {
+    uintptr_t addr; /* 0: empty */
+    uint64_t meta;  /* the requested size, and the flags in the top byte */
+};
+
+#define META_FLAGS_SHIFT 52
+#define META_SIZE        ((UINT64_C(1) << META_FLAGS_SHIFT) - 1)
+/* A block's flags (12 bits): HEAP_LITE (heap.h), these, and the left offset's code. */
+#define F_FREED  (1u << 1) /* in the quarantine */
+#define F_FILLED (1u << 2) /* in the quarantine and filled with the sentinel */
+/* Being freed: heap_free_claim marked it, heap_free_finish has not run yet. A free of the
+ * block meanwhile (ld.so re-entering its own free through the stack capture's TLS access)
+ * must not free it a second time. */
+#define F_CLAIMED (1u << 3)
+#define F_GUARDED (1u << 4) /* in the quarantine with its pages inaccessible (guard_range) */
+/* The offset of the program's pointer into the real block: 0, or 8 << code (16 ... 256 KiB). */
+#define F_LEFT_SHIFT 5
+#define F_LEFT_MASK  (15u << F_LEFT_SHIFT)
+
+/* The cold half of a slot: the same index in the shard's stack array. */
+struct stacks {
+    uint32_t alloc, free;
+};
+
+struct shard {
+    _Alignas(64) shim_lock lock;
+    size_t count, mask; /* mask = slots - 1 */
+    struct slot *e;
+    struct stacks *st; /* NULL until a block with a stack is tracked here: all stacks are 0 */
+    uint64_t allocs, frees;
+};
+
+/* What the table knows of one block, unpacked (for the checks and reports). */
+struct block {
+    uintptr_t addr;
+    size_t size; /* below HEAP_SIZE_MAX (heap_layout refuses more), so it fits below the flags */
+    unsigned flags;
+    uint32_t alloc_stack, free_stack;
+};
+
+struct qent {
+    uintptr_t addr;
+    uint64_t bytes; /* the memory the block holds back: its resident part and metadata */
+    uint64_t va;    /* guarded: the address space it holds inaccessible; else 0 */
+};
+
+/* A guarded block's inaccessible range, for the SIGSEGV handler (lo == 0: a free entry). */
+struct guard {
+    uintptr_t lo, hi, addr;
+};
+
+static struct shard g_shards[SHARDS];
+static struct qent *g_q;
+static size_t g_qcap;
+static size_t g_qhead, g_qcount;
+static uint64_t g_qbytes, g_evictions, g_qva;
+static size_t g_qguarded;
+static shim_lock g_qlock = SHIM_LOCK_INIT;
+static uint64_t g_budget, g_va_budget;
+static size_t g_rz, g_page;
+static int g_fill;
+static void (*g_real_free)(void *);
+static struct guard *g_guards; /* GUARD_MAX entries, mapped at init */
+static size_t g_guards_used;   /* entries [0, used) may be taken */
+static shim_lock g_glock = SHIM_LOCK_INIT;
+static atomic_int g_segv_installed;
+static struct sigaction g_prev_segv;
+
+static const unsigned char g_pattern_bytes[8] = {0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F};
+
+/* ---- the sentinel ---- */
+
+void sentinel_fill(void *p, size_t n)
+{
+    unsigned char *c = p;
+    while (n && ((uintptr_t)c & 7)) {
+        *c = sentinel_byte((uintptr_t)c);
+        c++, n--;
+    }
+    uint64_t pat;
+    memcpy(&pat, g_pattern_bytes, 8); /* c is 8-aligned, so even: FE first */
+    for (; n >= 8; n -= 8, c += 8)
+        memcpy(c, &pat, 8);
+    while (n) {
+        *c = sentinel_byte((uintptr_t)c);
+        c++, n--;
+    }
+}
+
+size_t sentinel_find_change(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    size_t i = 0;
+    while (i < n && ((uintptr_t)(c + i) & 7)) {
+        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
+            return i;
+        i++;
+    }
+    uint64_t pat;
+    memcpy(&pat, g_pattern_bytes, 8);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, c + i, 8);
+        if (v != pat)
+            break;
+    }
+    for (; i < n; i++)
+        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
+            return i;
+    return n;
+}
+
+static size_t find_in(const unsigned char *c, size_t from, size_t len, size_t n)
+{
+    if (from >= n)
+        return n;
+    if (len > n - from)
+        len = n - from;
+    size_t off = sentinel_find_change(c + from, len);
+    return off < len ? from + off : n;
+}
+
+size_t sentinel_verify(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    if (n <= HEAP_VERIFY_FULL_BYTES)
+        return sentinel_find_change(p, n);
+    size_t off = find_in(c, 0, SAMPLE_EDGE, n);
+    if (off < n)
+        return off;
+    size_t span = n - 2 * SAMPLE_EDGE, step = span / SAMPLE_WINDOWS;
+    for (size_t i = 0; i < SAMPLE_WINDOWS; i++) {
+        off = find_in(c, (SAMPLE_EDGE + i * step) & ~(size_t)7, SAMPLE_WINDOW, n - SAMPLE_EDGE);
+        if (off < n - SAMPLE_EDGE)
+            return off;
+    }
+    return find_in(c, n - SAMPLE_EDGE, SAMPLE_EDGE, n);
+}
+
+/* ---- the table ---- */
+
+/* The hash of a block address (murmur3's finalizer): the top bits pick the shard, the low
+ * bits the home slot. (A locality-keeping variant, page hash + position in the page, measured
+ * slower: longer probe runs.) */
+static inline uint64_t mix(uintptr_t a)
+{
+    uint64_t h = (uint64_t)a >> 4;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline struct shard *shard_of(uintptr_t a, uint64_t *h)
+{
+    *h = mix(a);
+    return &g_shards[*h >> 58];
+}
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Index of addr in s, or -1. Lock held. */
+static long find_slot(const struct shard *s, uintptr_t a, uint64_t h)
+{
+    for (size_t i = h & s->mask;; i = (i + 1) & s->mask) {
+        if (s->e[i].addr == a)
+            return (long)i;
+        if (s->e[i].addr == 0)
+            return -1;
+    }
+}
+
+static inline size_t left_of(unsigned flags)
+{
+    unsigned code = (flags & F_LEFT_MASK) >> F_LEFT_SHIFT;
+    return code ? (size_t)8 << code : 0;
+}
+
+/* The bytes of left redzone checked before a block (the rest of its offset is padding). */
+static inline size_t left_check(unsigned flags)
+{
+    return !(flags & HEAP_LITE) && g_rz && left_of(flags) ? LEFT_CHECK : 0;
+}
+
+static struct block block_at(const struct shard *s, size_t i)
+{
+    uint64_t m = s->e[i].meta;
+    struct block b = {s->e[i].addr, (size_t)(m & META_SIZE), (unsigned)(m >> META_FLAGS_SHIFT), 0,
+                      0};
+    if (s->st) {
+        b.alloc_stack = s->st[i].alloc;
+        b.free_stack = s->st[i].free;
+    }
+    return b;
+}
+
+/* The stack array of s, mapped on first use (lock held); NULL when it cannot be mapped, and
+ * the stack is then dropped: the block stays tracked and checked, its reports show no stack. */
+static struct stacks *stacks_of(struct shard *s)
+{
+    if (!s->st)
+        s->st = map((s->mask + 1) * sizeof *s->st);
+    return s->st;
+}
+
+static void remove_slot(struct shard *s, size_t i)
+{
+    size_t mask = s->mask;
+    for (size_t j = i;;) {
+        j = (j + 1) & mask;
+        if (s->e[j].addr == 0)
+            break;
+        size_t k = mix(s->e[j].addr) & mask; /* home of the entry at j */
+        /* Move it back into the hole unless its home lies cyclically in (i, j]. */
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+            s->e[i] = s->e[j];
+            if (s->st)
+                s->st[i] = s->st[j];
+            i = j;
+        }
+    }
+    s->e[i].addr = 0;
+    s->count--;
+}
+
+/* Doubles s, with its stack array if it has one; lock held (mmap is a system call, not an
+ * allocation). */
+static bool grow(struct shard *s)
+{
+    size_t cap = 2 * (s->mask + 1), mask = cap - 1;
+    struct slot *e = map(cap * sizeof *e);
+    struct stacks *st = s->st ? map(cap * sizeof *st) : NULL;
+    if (!e || (s->st && !st)) {
+        if (e)
+            munmap(e, cap * sizeof *e);
+        return false;
+    }
+    for (size_t i = 0; i <= s->mask; i++) {
+        if (!s->e[i].addr)
+            continue;
+        size_t j = mix(s->e[i].addr) & mask;
+        while (e[j].addr)
+            j = (j + 1) & mask;
+        e[j] = s->e[i];
+        if (st)
+            st[j] = s->st[i];
+    }
+    munmap(s->e, (s->mask + 1) * sizeof *s->e);
+    if (s->st)
+        munmap(s->st, (s->mask + 1) * sizeof *s->st);
+    s->e = e;
+    s->st = st;
+    s->mask = mask;
+    return true;
+}
+
+bool heap_init(void)
+{
+    const struct shim_options *o = shim_opts();
+    g_rz = o->redzone > (1u << 20) ? (1u << 20) : (size_t)o->redzone;
+    g_budget = o->quarantine_mb > (UINT64_MAX >> 27) ? UINT64_MAX >> 7 : o->quarantine_mb << 20;
+    g_va_budget = g_budget * GUARD_VA_FACTOR;
+    g_fill = o->fill;
+    long page = sysconf(_SC_PAGESIZE);
+    g_page = page >= 4096 && page <= (1L << 16) ? (size_t)page : 0; /* 0: no guarding */
+    if (!g_guards && g_page)
+        g_guards = map(GUARD_MAX * sizeof *g_guards);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &g_shards[i];
+        if (s->e)
+            continue;
+        s->e = map(SHARD_CAP0 * sizeof *s->e);
+        if (!s->e)
+            return false;
+        s->mask = SHARD_CAP0 - 1;
+    }
+    if (!g_q) {
+        g_q = map(QUARANTINE_CAP0 * sizeof *g_q);
+        g_qcap = QUARANTINE_CAP0;
+    }
+    return g_q != NULL;
+}
+
+void heap_set_real_free(void (*real_free)(void *))
+{
+    g_real_free = real_free;
+}
+
+size_t heap_redzone(void)
+{
+    return g_rz;
+}
+
+/* The left offset for an alignment, as the code of F_LEFT_MASK (0 when none fits). */
+static unsigned left_code(size_t left)
+{
+    unsigned code = 0;
+    while (code < 15 && ((size_t)8 << code) < left)
+        code++;
+    return left && ((size_t)8 << code) == left ? code : 0;
+}
+
+bool heap_layout(size_t n, size_t align, unsigned flags, size_t extra, struct heap_layout *l)
+{
+    *l = (struct heap_layout){0, 0, align > 16 ? align : 0, 0};
+    bool pow2 = (align & (align - 1)) == 0;
+    if (!(flags & HEAP_ZEROED) && g_page && g_budget && n >= HEAP_GUARD_MIN && pow2 &&
+        align <= g_page) {
+        /* Page-aligned, so that every page of the block can be guarded once it is freed;
+         * the left redzone ends the page before it. (Not for calloc: memalign's block is
+         * not known to be zero, and clearing it would make every page of it resident.) */
+        l->left = g_page;
+        l->align = g_page;
+    } else if (g_rz && align <= 16) {
+        l->left = LEFT_CHECK;
+    } else if (g_rz && pow2 && align <= ((size_t)8 << 15)) {
+        l->left = align; /* keeps the block aligned */
+    }
+    l->code = left_code(l->left);
+    if (n >= HEAP_SIZE_MAX || extra > HEAP_SIZE_MAX || n + extra > HEAP_SIZE_MAX - l->left - g_rz) {
+        errno = ENOMEM;
+        return false;
+    }
+    l->total = l->left + n + g_rz + extra;
+    return true;
+}
+
+static void real_free(void *p)
+{
+    if (g_real_free) {
+        shim_real_enter();
+        g_real_free(p);
+        shim_real_leave();
+    }
+}
+
+bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
+{
+    uintptr_t a = (uintptr_t)p;
+    flags &= HEAP_LITE | F_LEFT_MASK;
+    if (!(flags & HEAP_LITE) && g_rz) {
+        sentinel_fill((char *)p + size, g_rz);
+        size_t lc = left_check(flags);
+        if (lc)
+            sentinel_fill((char *)p - lc, lc);
+    }
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    if ((s->count + 1) * 2 > s->mask + 1 && !grow(s)) {
+        /* Out of address space (ulimit -v): the quarantine may be what fills it, and
+         * passing through with it still full would leave a correct program short of the
+         * memory it held back. Empty it and try once more. */
+        shim_lock_drop(&s->lock);
+        bool drained = heap_quarantine_drain();
+        shim_lock_take(&s->lock);
+        if (!drained || ((s->count + 1) * 2 > s->mask + 1 && !grow(s))) {
+            shim_lock_drop(&s->lock);
+            shim_fail("heap side table: cannot map more memory");
+            return false;
+        }
+    }
+    /* One probe: the address's slot if the table still holds it (a block freed behind the
+     * shim's back: the new block replaces it), else the first empty slot. */
+    size_t i = h & s->mask;
+    while (s->e[i].addr && s->e[i].addr != a)
+        i = (i + 1) & s->mask;
+    if (!s->e[i].addr)
+        s->count++;
+    s->e[i] = (struct slot){a, (uint64_t)size | (uint64_t)flags << META_FLAGS_SHIFT};
+    if ((alloc_stack || s->st) && stacks_of(s))
+        s->st[i] = (struct stacks){alloc_stack, 0};
+    s->allocs++;
+    shim_lock_drop(&s->lock);
+    return true;
+}
+
+void *heap_track_block(void *real, size_t size, uint32_t alloc_stack, const struct heap_layout *l)
+{
+    char *p = (char *)real + l->left;
+    if (heap_track(p, size, alloc_stack, l->code << F_LEFT_SHIFT))
+        return p;
+    return real; /* not tracked: the pass-through frees it as the real allocator's */
+}
+
+int heap_lookup(const void *p, size_t *size)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    int r = 0;
+    if (i >= 0) {
+        uint64_t m = s->e[i].meta;
+        r = (m >> META_FLAGS_SHIFT) & F_FREED ? 2 : 1; /* a claimed block is still live */
+        if (size)
+            *size = (size_t)(m & META_SIZE);
+    }
+    shim_lock_drop(&s->lock);
+    return r;
+}
+
+/* Removes a's entry if it is a freed (quarantined) block; copies it to *out. Returns false
+ * otherwise: when the table holds a live block there instead, the real allocator handed the
+ * address out again (the program freed it behind the shim's back) and it must stay. */
+static bool take_freed_entry(uintptr_t a, struct block *out)
+{
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    bool ok = i >= 0 && (s->e[i].meta >> META_FLAGS_SHIFT) & F_FREED;
+    if (ok) {
+        *out = block_at(s, (size_t)i);
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+    return ok;
+}
+
+/* ---- reports ---- */
+
+static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+{
+    char exp[3 * REPORT_BYTES_MAX + 1], got[3 * REPORT_BYTES_MAX + 1];
+    struct outbuf e = {exp, 0, sizeof exp}, g = {got, 0, sizeof got};
+    if (n > REPORT_BYTES_MAX)
+        n = REPORT_BYTES_MAX;
+    for (size_t i = 0; i < n; i++) {
+        out_appendf(&e, "%s%02x", i ? " " : "", sentinel_byte((uintptr_t)(at + i)));
+        out_appendf(&g, "%s%02x", i ? " " : "", at[i]);
+    }
+    report_line(r, "    expected: %s", exp);
+    report_line(r, "    found:    %s", got);
+}
+
+static void report_write_after_free(const struct block *e, size_t off, int at_exit, int symbolize)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    struct report *r = report_begin(SHIM_KIND_HEAP_WRITE_AFTER_FREE, symbolize,
+                                    "on address %p at offset %zu of a %zu-byte block at %p",
+                                    (const void *)(p + off), off, (size_t)e->size, (const void *)p);
+    if (!r)
+        return;
+    report_line(r, "  the freed block changed while in quarantine (found %s)",
+                at_exit ? "at exit" : "when it left the quarantine");
+    size_t n = e->size - off < REPORT_BYTES_MAX ? e->size - off : REPORT_BYTES_MAX;
+    report_line(r, "  bytes at offset %zu (%zu shown):", off, n);
+    report_bytes(r, p + off, n);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_stack(r, "freed here", e->free_stack);
+    report_end(r, "at offset %zu of a %zu-byte block", off, (size_t)e->size);
+}
+
+static void report_overflow(const struct block *e, size_t off, uint32_t free_stack,
+                            const char *when)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    const unsigned char *rz = p + e->size;
+    struct report *r =
+        report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
+                     "on address %p, %zu bytes past the end of a %zu-byte block at %p",
+                     (const void *)(rz + off), off, (size_t)e->size, (const void *)p);
+    if (!r)
+        return;
+    size_t n = g_rz - off < REPORT_BYTES_MAX ? g_rz - off : REPORT_BYTES_MAX;
+    report_line(r, "  the %zu-byte redzone after the block changed (found when it was %s)", g_rz,
+                when);
+    report_line(r, "  bytes at %zu past the end (%zu shown):", off, n);
+    report_bytes(r, rz + off, n);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_stack(r, when[0] == 'f' ? "freed here" : "resized here", free_stack);
+    report_end(r, "%zu bytes past the end of a %zu-byte block", off, (size_t)e->size);
+}
+
+/* A write before the block, into the left redzone: where glibc keeps the chunk's size, so
+ * natively the free (or realloc) aborts. `before` counts back from the block's start. */
+static void report_underflow(const struct block *e, size_t before, uint32_t free_stack,
+                             const char *when)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    const char *unit = before == 1 ? "byte" : "bytes";
+    struct report *r =
+        report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
+                     "on address %p, %zu %s before the start of a %zu-byte "
+                     "block at %p (underflow)",
+                     (const void *)(p - before), before, unit, (size_t)e->size, (const void *)p);
+    if (!r)
+        return;
+    report_line(r, "  the %u-byte redzone before the block changed (found when it was %s)",
+                LEFT_CHECK, when);
+    report_line(r, "  bytes from %zu before the start (%zu shown):", before, before);
+    report_bytes(r, p - before, before);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_stack(r, when[0] == 'f' ? "freed here" : "resized here", free_stack);
+    report_end(r, "%zu %s before the start of a %zu-byte block", before, unit, (size_t)e->size);
+}
+
+/* After a report of a heap error glibc would have aborted on: abort as glibc does, unless
+ * halt_on_error says otherwise (1 exited in report_end already; 0 goes on). */
+static void end_as_natively(void)
+{
+    if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE)
+        abort();
+}
+
+/* The redzones of a live block (its table copy e): reports what changed, refills it when
+ * the block stays in use or in quarantine (`refill`). Returns true when the left one
+ * changed (glibc's header: the caller ends as natively once its table work is done). */
+static bool check_redzones(const struct block *e, uint32_t stack, const char *when, bool refill)
+{
+    char *p = (char *)e->addr;
+    size_t lc = left_check(e->flags), rz = (e->flags & HEAP_LITE) ? 0 : g_rz;
+    bool under = false;
+    if (rz) {
+        size_t off = sentinel_find_change(p + e->size, rz);
+        if (off < rz) {
+            report_overflow(e, off, stack, when);
+            if (refill)
+                sentinel_fill(p + e->size, rz);
+        }
+    }
+    if (lc) {
+        size_t off = sentinel_find_change(p - lc, lc);
+        if (off < lc) {
+            under = true;
+            report_underflow(e, lc - off, stack, when);
+            if (refill)
+                sentinel_fill(p - lc, lc);
+        }
+    }
+    return under;
+}
+
+static void report_double_free(const struct block *e, uint32_t free_stack)
+{
+    struct report *r = report_begin(SHIM_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
+                                    (void *)e->addr, (size_t)e->size);
+    if (!r)
+        return;
+    report_line(r, "  the block was freed before and is still in quarantine; this free is ignored");
+    report_stack(r, "freed again here", free_stack);
+    report_stack(r, "first freed here", e->free_stack);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_end(r, "of a %zu-byte block", (size_t)e->size);
+}
+
+static void report_invalid_free(const void *p, uint32_t free_stack)
+{
+    struct report *r =
+        report_begin(SHIM_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
+    if (!r)
+        return;
+    report_line(r, "  not the start of any live heap block (a stack or static address, an "
+                   "interior pointer, or a block freed long ago); this free is ignored");
+    report_stack(r, "freed here", free_stack);
+    report_end(r, "on address %p", p);
+}
+
+/* ---- guarded blocks ---- */
+
+/* The pages of a large block that can be made inaccessible: those wholly inside it. */
+static bool guard_range(uintptr_t a, size_t size, uintptr_t *lo, uintptr_t *hi)
+{
+    if (!g_guards || size < HEAP_GUARD_MIN || size > g_va_budget)
+        return false;
+    *lo = (a + g_page - 1) & ~(uintptr_t)(g_page - 1);
+    *hi = (a + size) & ~(uintptr_t)(g_page - 1);
+    return *hi > *lo;
+}
+
+static void guard_forget(uintptr_t a)
+{
+    shim_lock_take(&g_glock);
+    for (size_t k = 0; k < g_guards_used; k++)
+        if (g_guards[k].lo && g_guards[k].addr == a)
+            g_guards[k].lo = 0;
+    while (g_guards_used && !g_guards[g_guards_used - 1].lo)
+        g_guards_used--;
+    shim_lock_drop(&g_glock);
+}
+
+static void install_segv_handler(void);
+
+/* Makes [lo, hi) of the freed block at a inaccessible and gives its pages back; false when
+ * it cannot (no registry entry left, or the kernel refused: the block is then filled as
+ * any other). The registry entry comes first, so a fault is never unexplained. */
+static bool guard(uintptr_t a, uintptr_t lo, uintptr_t hi)
+{
+    shim_lock_take(&g_glock);
+    size_t k = 0;
+    while (k < g_guards_used && g_guards[k].lo)
+        k++;
+    bool ok = k < GUARD_MAX;
+    if (ok) {
+        g_guards[k] = (struct guard){lo, hi, a};
+        if (k == g_guards_used)
+            g_guards_used++;
+    }
+    shim_lock_drop(&g_glock);
+    if (!ok)
+        return false;
+    install_segv_handler();
+    if (mprotect((void *)lo, hi - lo, PROT_NONE) != 0) {
+        guard_forget(a);
+        return false;
+    }
+    /* The contents are not needed again: the block is not read before it is freed for real. */
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return true;
+}
+
+/* Makes a guarded block accessible again; false when the kernel refuses (the block must
+ * then never be reused: it is leaked). */
+static bool unguard(uintptr_t a, size_t size)
+{
+    uintptr_t lo, hi;
+    if (!guard_range(a, size, &lo, &hi))
+        return true;
+    int saved = errno;
+    bool ok = mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) == 0;
+    errno = saved;
+    guard_forget(a);
+    return ok;
+}
+
+/* The first changed byte of a freed, filled block (every part of it but a guarded range),
+ * or its size. */
+static size_t verify_freed(const struct block *e)
+{
+    uintptr_t a = e->addr, lo, hi;
+    if (!(e->flags & F_GUARDED) || !guard_range(a, e->size, &lo, &hi))
+        return sentinel_verify((void *)a, e->size);
+    size_t off = sentinel_verify((void *)a, lo - a);
+    if (off < lo - a)
+        return off;
+    off = sentinel_verify((void *)hi, a + e->size - hi);
+    return off < a + e->size - hi ? hi - a + off : e->size;
+}
+
+/* Sets and clears flags of the table's entry for a. */
+static void set_flags(uintptr_t a, unsigned set, unsigned clear)
+{
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (i >= 0) {
+        s->e[i].meta &= ~((uint64_t)clear << META_FLAGS_SHIFT);
+        s->e[i].meta |= (uint64_t)set << META_FLAGS_SHIFT;
+    }
+    shim_lock_drop(&s->lock);
+}
+
+/* The faulting thread's access to a guarded block: reported, then the program dies of the
+ * SIGSEGV it would have died of natively (the block unmapped), or with halt_on_error=0 the
+ * block is made accessible again and the access goes on. False when addr is not in a
+ * guarded block. */
+static bool guard_fault(uintptr_t addr, int is_write)
+{
+    struct guard g = {0};
+    shim_lock_take(&g_glock);
+    for (size_t k = 0; k < g_guards_used; k++)
+        if (g_guards[k].lo && addr >= g_guards[k].lo && addr < g_guards[k].hi) {
+            g = g_guards[k];
+            break;
+        }
+    shim_lock_drop(&g_glock);
+    if (!g.lo)
+        return false;
+    uint64_t h;
+    struct shard *s = shard_of(g.addr, &h);
+    struct block e = {g.addr, 0, 0, 0, 0};
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, g.addr, h);
+    if (i >= 0)
+        e = block_at(s, (size_t)i);
+    shim_lock_drop(&s->lock);
+    bool entered = shim_enter();
+    uint32_t here = shim_opts()->stack_depth ? depot_capture(2) : 0;
+    size_t off = addr - g.addr;
+    struct report *r = report_begin(SHIM_KIND_HEAP_USE_AFTER_FREE, 0,
+                                    "on address %p at offset %zu of a %zu-byte block at %p",
+                                    (void *)addr, off, e.size, (void *)g.addr);
+    if (r) {
+        report_line(r,
+                    "  %s of a freed block: its pages are inaccessible while it is in quarantine",
+                    is_write < 0 ? "an access"
+                    : is_write   ? "a write"
+                                 : "a read");
+        report_line(r, "  (natively glibc would have unmapped a freed block this large)");
+        report_stack(r, is_write > 0 ? "written here" : "accessed here", here);
+        report_stack(r, "freed here", e.free_stack);
+        report_stack(r, "allocated here", e.alloc_stack);
+        report_end(r, "at offset %zu of a %zu-byte block", off, e.size);
+    }
+    if (entered)
+        shim_leave();
+    if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGSEGV, &dfl, NULL);
+        raise(SIGSEGV); /* delivered when the handler returns: the native death */
+        return true;
+    }
+    /* Going on: accessible again, reading as the sentinel as a filled block would, and
+     * not verified later (this access may change it). */
+    mprotect((void *)g.lo, g.hi - g.lo, PROT_READ | PROT_WRITE);
+    sentinel_fill((void *)g.lo, g.hi - g.lo);
+    guard_forget(g.addr);
+    set_flags(g.addr, 0, F_GUARDED | F_FILLED);
+    return true;
+}
+
+/* Whatever the program had for SIGSEGV when the handler was installed, called as the kernel
+ * would have called it: with its sa_mask (and SIGSEGV unless SA_NODEFER) blocked, and, for
+ * SA_RESETHAND, the disposition reset to SIG_DFL first, so that a crash handler that returns
+ * (to fault again and die) does die instead of being called for ever. */
+static void chain_segv(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction prev = g_prev_segv;
+    bool handler = (prev.sa_flags & SA_SIGINFO)
+                       ? prev.sa_sigaction != NULL
+                       : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+    if (handler) {
+        if (prev.sa_flags & SA_RESETHAND) {
+            struct sigaction dfl;
+            memset(&dfl, 0, sizeof dfl);
+            dfl.sa_handler = SIG_DFL;
+            sigaction(SIGSEGV, &dfl, NULL);
+            g_prev_segv = dfl;
+        }
+        /* This handler runs with SIGSEGV blocked (the kernel restores the program's mask
+         * when it returns; a siglongjmp out of the program's handler restores its own). */
+        pthread_sigmask(SIG_BLOCK, &prev.sa_mask, NULL);
+        if ((prev.sa_flags & SA_NODEFER) && !sigismember(&prev.sa_mask, sig)) {
+            sigset_t self;
+            sigemptyset(&self);
+            sigaddset(&self, sig);
+            pthread_sigmask(SIG_UNBLOCK, &self, NULL);
+        }
+        if (prev.sa_flags & SA_SIGINFO)
+            prev.sa_sigaction(sig, si, uc);
+        else
+            prev.sa_handler(sig);
+        return;
+    }
+    if (prev.sa_handler == SIG_IGN && si->si_code <= 0)
+        return; /* sent, and ignored (a fault cannot be ignored) */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGSEGV, &dfl, NULL);
+    if (si->si_code <= 0)
+        raise(sig); /* a fault repeats on return, a sent signal is sent again */
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    int is_write = -1;
+#if defined(__x86_64__) && defined(REG_ERR)
+    if (uc)
+        is_write = (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    /* A fault inside the shim's own locked sections is not the program's access. */
+    if (!(si->si_code > 0 && !shim_t_locks && guard_fault((uintptr_t)si->si_addr, is_write)))
+        chain_segv(sig, si, uc);
+    errno = saved;
+}
+
+/* Installed when the first block is guarded, so a program that never frees a large block
+ * never sees it. The program's earlier handler is chained to; one it installs later replaces
+ * this one (its faults on guarded blocks then reach it, as natively the unmapped block's). */
+static void install_segv_handler(void)
+{
+    if (atomic_exchange(&g_segv_installed, 1))
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    int saved = errno;
+    sigaction(SIGSEGV, &sa, &g_prev_segv);
+    errno = saved;
+}
+
+/* ---- free and the quarantine ---- */
+
+/* What a freed block holds back while in quarantine: the real block as glibc lays it out
+ * (8 bytes of header, rounded to 16, 32 at least) less what is guarded (its pages given
+ * back), and the shim's own records of it. */
+static uint64_t quarantine_cost(const struct block *e, uint64_t guarded)
+{
+    size_t rz = (e->flags & HEAP_LITE) ? 0 : g_rz;
+    uint64_t chunk = ((uint64_t)left_of(e->flags) + e->size + rz + 8 + 15) & ~(uint64_t)15;
+    if (chunk < 32)
+        chunk = 32;
+    return chunk - guarded + QUARANTINE_META;
+}
+
+/* Under a finite RLIMIT_AS (ulimit -v) the address space a guarded block holds is what the
+ * program runs short of: natively glibc unmapped the block, and the program's own mmap (a
+ * file, a thread stack) must not fail for the quarantine's sake. Such a block then costs
+ * its whole size against the byte budget. (Read at each large free: the program may set
+ * the limit at any time.) */
+static bool address_space_limited(void)
+{
+    struct rlimit r;
+    int saved = errno;
+    bool limited = getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    errno = saved;
+    return limited;
+}
+
+/* A block leaving the quarantine: verify it, forget it, free it for real. */
+static void evict(uintptr_t a)
+{
+    struct block e;
+    if (!take_freed_entry(a, &e))
+        return;
+    if ((e.flags & F_GUARDED) && !unguard(a, e.size))
+        return;
+    if (e.flags & F_FILLED) {
+        size_t off = verify_freed(&e);
+        if (off < e.size)
+            report_write_after_free(&e, off, 0, 0);
+    }
+    real_free((char *)a - left_of(e.flags));
+}
+
+/* Doubles the ring (quarantine lock held), unwrapping it; false at the cap or when mmap
+ * fails (the oldest block is then evicted to make room). */
+static bool grow_ring(void)
+{
+    if (g_qcap >= QUARANTINE_CAP)
+        return false;
+    struct qent *q = map(2 * g_qcap * sizeof *q);
+    if (!q)
+        return false;
+    for (size_t k = 0; k < g_qcount; k++)
+        q[k] = g_q[(g_qhead + k) % g_qcap];
+    munmap(g_q, g_qcap * sizeof *g_q);
+    g_q = q;
+    g_qhead = 0;
+    g_qcap *= 2;
+    return true;
+}
+
+/* Takes the oldest block off the ring (quarantine lock held, ring not empty). */
+static uintptr_t pop_oldest(void)
+{
+    const struct qent *q = &g_q[g_qhead];
+    g_qbytes -= q->bytes;
+    if (q->va) {
+        g_qva -= q->va;
+        g_qguarded--;
+    }
+    g_qhead = (g_qhead + 1) % g_qcap;
+    g_qcount--;
+    g_evictions++;
+    return q->addr;
+}
+
+static bool over_budget(void)
+{
+    return g_qbytes > g_budget || g_qva > g_va_budget || g_qguarded > GUARD_MAX;
+}
+
+static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
+{
+    uintptr_t victims[EVICT_BATCH];
+    size_t n;
+    int pushed = 0;
+    do {
+        n = 0;
+        shim_lock_take(&g_qlock);
+        if (!pushed) {
+            if (g_qcount == g_qcap && !grow_ring()) {
+                victims[n++] = pop_oldest();
+            }
+            g_q[(g_qhead + g_qcount) % g_qcap] = (struct qent){a, bytes, va};
+            g_qcount++;
+            g_qbytes += bytes;
+            if (va) {
+                g_qva += va;
+                g_qguarded++;
+            }
+            pushed = 1;
+        }
+        while (over_budget() && g_qcount && n < EVICT_BATCH) {
+            victims[n++] = pop_oldest();
+        }
+        shim_lock_drop(&g_qlock);
+        for (size_t i = 0; i < n; i++)
+            evict(victims[i]);
+    } while (n == EVICT_BATCH);
+}
+
+bool heap_quarantine_drain(void)
+{
+    bool any = false;
+    for (;;) {
+        uintptr_t victims[EVICT_BATCH];
+        size_t n = 0;
+        shim_lock_take(&g_qlock);
+        while (g_qcount && n < EVICT_BATCH) {
+            victims[n++] = pop_oldest();
+        }
+        shim_lock_drop(&g_qlock);
+        for (size_t i = 0; i < n; i++)
+            evict(victims[i]);
+        any |= n > 0;
+        if (n < EVICT_BATCH)
+            return any;
+    }
+}
+
+/* Forgets the live (not freed, not claimed) block at a; its real block, or NULL. */
+static void *forget_live(uintptr_t a)
+{
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    void *real = NULL;
+    if (i >= 0 && !((s->e[i].meta >> META_FLAGS_SHIFT) & (F_FREED | F_CLAIMED))) {
+        real = (char *)a - left_of((unsigned)(s->e[i].meta >> META_FLAGS_SHIFT));
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+    return real;
+}
+
+/* The lite (re-entered) free: no report can be made here. Forgets a live block and frees it;
+ * leaves anything else alone: a pointer not tracked is not passed to the real free, and a
+ * block being freed (claimed) by an outer free on this thread is that same free re-entered
+ * (ld.so's _dl_update_slotinfo frees a slot, the outer free's stack capture reaches
+ * __tls_get_addr, which runs _dl_update_slotinfo again and frees the same slot): the outer
+ * free finishes it. */
+static void free_lite(void *p)
+{
+    void *real = forget_live((uintptr_t)p);
+    if (real)
+        real_free(real);
+}
+
+void heap_free_claim(void *p, struct heap_claim *c)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    memset(c, 0, sizeof *c);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (i < 0) {
+        c->state = HEAP_CLAIM_UNKNOWN;
+    } else {
+        struct block e = block_at(s, (size_t)i);
+        c->size = e.size;
+        c->left = left_of(e.flags);
+        c->alloc_stack = e.alloc_stack;
+        c->free_stack = e.free_stack;
+        if (e.flags & F_FREED) {
+            c->state = HEAP_CLAIM_FREED;
+        } else if (e.flags & F_CLAIMED) {
+            c->state = HEAP_CLAIM_BUSY;
+        } else {
+            c->state = HEAP_CLAIM_LIVE;
+            s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
+        }
+    }
+    shim_lock_drop(&s->lock);
+}
+
+void heap_free_unclaim(void *p)
+{
+    set_flags((uintptr_t)p, 0, F_CLAIMED);
+}
+
+void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (c->state == HEAP_CLAIM_UNKNOWN) {
+        report_invalid_free(p, free_stack);
+        end_as_natively(); /* glibc: "free(): invalid pointer" */
+        return;
+    }
+    if (c->state != HEAP_CLAIM_LIVE) {
+        /* Freed before, or being freed by another thread right now (a race that is a double
+         * free all the same; its first free has no stack yet). */
+        struct block e = {a, c->size, F_FREED, c->alloc_stack, c->free_stack};
+        report_double_free(&e, free_stack);
+        end_as_natively(); /* glibc: "free(): double free detected" */
+        return;
+    }
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    /* Still there: a claimed block is removed by nobody else. */
+    long i = find_slot(s, a, h);
+    if (i < 0) {
+        shim_lock_drop(&s->lock);
+        return;
+    }
+    struct block e = block_at(s, (size_t)i);
+    uintptr_t lo = 0, hi = 0;
+    bool guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &lo, &hi);
+    uint64_t bytes = quarantine_cost(&e, guarded && !address_space_limited() ? hi - lo : 0);
+    bool keep = g_budget && bytes <= g_budget;
+    if (keep) {
+        uint64_t flags =
+            (e.flags & ~F_CLAIMED) | F_FREED | (g_fill ? F_FILLED : 0) | (guarded ? F_GUARDED : 0);
+        s->e[i].meta = (s->e[i].meta & META_SIZE) | flags << META_FLAGS_SHIFT;
+        if ((free_stack || s->st) && stacks_of(s))
+            s->st[i].free = free_stack;
+    } else {
+        remove_slot(s, (size_t)i);
+        s->frees++;
+    }
+    shim_lock_drop(&s->lock);
+
+    if (check_redzones(&e, free_stack, "freed", keep))
+        end_as_natively(); /* glibc: "free(): invalid size" (its header was overwritten) */
+    if (!keep) {
+        real_free((char *)p - left_of(e.flags));
+        return;
+    }
+    if (guarded && !guard(a, lo, hi)) {
+        guarded = false;
+        set_flags(a, 0, F_GUARDED);
+        bytes = quarantine_cost(&e, 0);
+    }
+    if (g_fill && guarded) {
+        sentinel_fill(p, lo - a);
+        sentinel_fill((void *)hi, a + e.size - hi);
+    } else if (g_fill) {
+        sentinel_fill(p, e.size);
+    }
+    quarantine(a, bytes, guarded ? hi - lo : 0);
+}
+
+void heap_free(void *p, uint32_t free_stack, int lite)
+{
+    if (lite) {
+        free_lite(p);
+        return;
+    }
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    heap_free_finish(p, &c, free_stack);
+}
+
+bool heap_free_unclaimed(void *p)
+{
+    /* One locked lookup instead of claim + finish: with no stack to capture in between,
+     * nothing can re-enter a free of this block, and the hot path keeps one table visit.
+     * Only the common case is taken here (a live block freed straight away, no redzone, no
+     * quarantine); anything else goes the claim + finish way for its reports. */
+    if (g_rz || g_budget)
+        return false;
+    void *real = forget_live((uintptr_t)p);
+    if (real)
+        real_free(real);
+    return real != NULL;
+}
+
+bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, uint32_t stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    /* Room in the real block for n bytes and the redzone; a block shrunk to less than half
+     * (of more than a page) moves, so that the memory goes back. */
+    if (c->state != HEAP_CLAIM_LIVE || usable < c->left + g_rz || n > usable - c->left - g_rz ||
+        (n < c->size / 2 && c->size > 4096))
+        return false;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    struct block e = {0};
+    if (i >= 0) {
+        e = block_at(s, (size_t)i);
+        uint64_t flags = e.flags & ~F_CLAIMED;
+        s->e[i].meta = (uint64_t)n | flags << META_FLAGS_SHIFT;
+        if ((stack || s->st) && stacks_of(s))
+            s->st[i].alloc = stack;
+    }
+    shim_lock_drop(&s->lock);
+    if (i < 0)
+        return false;
+    /* The checks a free would make, then the redzone moves to the new end. */
+    bool under = check_redzones(&e, stack, "resized", true);
+    if (!(e.flags & HEAP_LITE) && g_rz)
+        sentinel_fill((char *)p + n, g_rz);
+    if (under)
+        end_as_natively(); /* glibc: "realloc(): invalid size" */
+    return true;
+}
+
+int heap_peek(const void *p, size_t *size, size_t *left)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_section_enter(); /* before the lock is held, as in shim_lock_take */
+    if (atomic_exchange_explicit(&s->lock.held, 1, memory_order_acquire)) {
+        shim_section_leave();
+        return -1;
+    }
+    long i = find_slot(s, a, h);
+    int r = 0;
+    if (i >= 0) {
+        struct block e = block_at(s, (size_t)i);
+        r = e.flags & F_FREED ? 2 : 1;
+        *size = e.size;
+        *left = left_of(e.flags);
+    }
+    shim_lock_drop(&s->lock);
+    return r;
+}
+
+void *heap_pass_real(void *p, size_t *size)
+{
+    if (!shim_tracking())
+        return p;
+    size_t n = 0, left = 0;
+    if (heap_peek(p, &n, &left) != 1 || !left)
+        return p;
+    if (size)
+        *size = n;
+    return forget_live((uintptr_t)p) ? (char *)p - left : p;
+}
+
+/* ---- work deferred by hooks entered inside a locked section (signal handlers) ---- */
+
+#define DEFER_MAX  32
+#define DEFER_FREE (UINT64_C(1) << 63) /* in size_kind: a free, not a block to track */
+
+/* One entry: the address is written last and taken with an atomic exchange, so a handler
+ * interrupting the thread (the only other party: the list is per thread) sees an entry
+ * whole or not at all. */
+struct deferred {
+    uintptr_t addr; /* 0: empty or taken */
+    uint64_t size_kind;
+};
+
+static __thread struct deferred t_def[DEFER_MAX] __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_def_n __attribute__((tls_model("initial-exec")));
+static __thread int t_def_running __attribute__((tls_model("initial-exec")));
+__thread int shim_t_deferred __attribute__((tls_model("initial-exec")));
+
+static bool defer(uintptr_t a, uint64_t size_kind)
+{
+    unsigned k = __atomic_fetch_add(&t_def_n, 1, __ATOMIC_RELAXED);
+    if (k >= DEFER_MAX) {
+        __atomic_fetch_sub(&t_def_n, 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    t_def[k].size_kind = size_kind;
+    __atomic_store_n(&t_def[k].addr, a, __ATOMIC_RELEASE);
+    shim_t_deferred = 1;
+    return true;
+}
+
+bool heap_deferred_track(void *p, size_t size)
+{
+    return p && defer((uintptr_t)p, size & ~DEFER_FREE);
+}
+
+size_t heap_deferred_size(const void *p)
+{
+    unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < n && k < DEFER_MAX; k++)
+        if (__atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE) == (uintptr_t)p &&
+            !(t_def[k].size_kind & DEFER_FREE))
+            return (size_t)t_def[k].size_kind;
+    return 0;
+}
+
+bool heap_deferred_free(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    /* A block allocated in the same section (malloc and free in one handler, the common
+     * case) was never in the table: it goes back at once, unless this thread is inside the
+     * real allocator, which must not be entered again. */
+    unsigned n = shim_t_in_real ? 0 : __atomic_load_n(&t_def_n, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < n && k < DEFER_MAX; k++) {
+        if (__atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE) != a ||
+            (t_def[k].size_kind & DEFER_FREE))
+            continue;
+        if (__atomic_exchange_n(&t_def[k].addr, 0, __ATOMIC_ACQ_REL) == a) {
+            real_free(p);
+            return true;
+        }
+    }
+    defer(a, DEFER_FREE); /* when the list is full the free is dropped: a leak */
+    return false;
+}
+
+void heap_deferred_run(void)
+{
+    if (t_def_running)
+        return;
+    t_def_running = 1;
+    unsigned done = 0;
+    for (;;) {
+        shim_t_deferred = 0; /* before the reset below: an entry added after it sets it again */
+        unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_ACQUIRE);
+        if (n > DEFER_MAX)
+            n = DEFER_MAX;
+        for (; done < n; done++) {
+            uintptr_t a = __atomic_exchange_n(&t_def[done].addr, 0, __ATOMIC_ACQ_REL);
+            uint64_t sk = t_def[done].size_kind;
+            if (!a)
+                continue;
+            if (sk & DEFER_FREE)
+                free_lite((void *)a);
+            else
+                heap_track((void *)a, (size_t)sk, 0, HEAP_LITE);
+        }
+        if (__atomic_compare_exchange_n(&t_def_n, &n, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            break;
+    }
+    t_def_running = 0;
+}
+
+unsigned heap_verify_quarantine(int symbolize)
+{
+    unsigned found = 0;
+    if (!g_q)
+        return 0;
+    /* Held throughout: no block can leave (and be freed) while it is being read. Reports
+     * take no heap lock, so this cannot deadlock. */
+    shim_lock_take(&g_qlock);
+    for (size_t k = 0; k < g_qcount; k++) {
+        uintptr_t a = g_q[(g_qhead + k) % g_qcap].addr;
+        uint64_t h;
+        struct shard *s = shard_of(a, &h);
+        shim_lock_take(&s->lock);
+        long i = find_slot(s, a, h);
+        struct block e = {0};
+        if (i >= 0)
+            e = block_at(s, (size_t)i);
+        shim_lock_drop(&s->lock);
+        if (i < 0 || !(e.flags & F_FILLED))
+            continue;
+        size_t off = verify_freed(&e);
+        if (off < e.size) {
+            report_write_after_free(&e, off, 1, symbolize);
+            found++;
+        }
+    }
+    shim_lock_drop(&g_qlock);
+    return found;
+}
+
+void heap_get_stats(struct heap_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t entries = 0;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &g_shards[i];
+        shim_lock_take(&s->lock);
+        st->allocs += s->allocs;
+        st->frees += s->frees;
+        entries += s->count;
+        shim_lock_drop(&s->lock);
+    }
+    shim_lock_take(&g_qlock);
+    st->quarantine_blocks = g_qcount;
+    st->quarantine_bytes = g_qbytes;
+    st->evictions = g_evictions;
+    shim_lock_drop(&g_qlock);
+    st->live_blocks = entries >= st->quarantine_blocks ? entries - st->quarantine_blocks : 0;
+}
+
+/* The quarantine lock first: heap_verify_quarantine takes shard locks under it. */
+void heap_lock_all(void)
+{
+    shim_lock_take(&g_qlock);
+    for (unsigned i = 0; i < SHARDS; i++)
+        shim_lock_take(&g_shards[i].lock);
+    shim_lock_take(&g_glock);
+}
+
+void heap_unlock_all(void)
+{
+    shim_lock_drop(&g_glock);
+    for (unsigned i = SHARDS; i-- > 0;)
+        shim_lock_drop(&g_shards[i].lock);
+    shim_lock_drop(&g_qlock);
+}
+
+void heap_reinit_locks(void)
+{
+    shim_lock_reset(&g_qlock);
+    shim_lock_reset(&g_glock);
+    for (unsigned i = 0; i < SHARDS; i++)
+        shim_lock_reset(&g_shards[i].lock);
+}

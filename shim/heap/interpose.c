@@ -1,0 +1,669 @@
+/* interpose.c - the allocator functions the program calls (LD_PRELOAD), and the real ones.
+ *
+ * Every hook takes one of four paths:
+ *   pass  the shim is off (ASan, Valgrind, internal failure) or not tracking yet: the real
+ *         function, nothing else;
+ *   defer entered while this thread holds a shim lock or is inside the real allocator,
+ *         which only a signal handler can do (lock.h): the real function, and the table's
+ *         part left to the end of the locked section (heap_deferred_*), since taking any
+ *         shim lock here could deadlock on the thread's own lock or corrupt the table; when
+ *         the thread is inside the real allocator, not even that (its state is half
+ *         updated): the block comes from the bootstrap buffer, and a free waits;
+ *   lite  re-entered (libunwind, stdio, dlsym... allocating inside the shim) or during
+ *         initialisation: the block is still tracked, so freeing it later from outside is
+ *         not an invalid free, but it gets no redzone, no stack and no fill;
+ *   full  tracked with its allocation stack and redzone; frees are checked and quarantined.
+ * The real functions come from dlsym(RTLD_NEXT); dlsym itself may allocate before they are
+ * known, which is served from a static bootstrap buffer (never freed; its blocks carry a
+ * size word so realloc and malloc_usable_size work on them). The buffer also serves a
+ * signal handler that interrupted the real allocator (the defer path below).
+ *
+ * libc's contracts are kept: errno untouched on success, ENOMEM on failure, the overflow checks of
+ * calloc and reallocarray, posix_memalign's EINVAL for a bad alignment (errno untouched),
+ * realloc(p, 0) frees and returns NULL as glibc does, realloc(NULL, n) is malloc(n), malloc(0)
+ * returns a unique pointer, and the alignment rules of memalign and aligned_alloc are the real
+ * functions' own (the shim calls them with the redzone added to the size). */
+#include "depot.h"
+#include "engine/engine.h"
+#include "heap/heap.h"
+#include "lock.h"
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT      __attribute__((visibility("default")))
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* The allocation stack, skipping `skip` frames above the hook's caller; no call at all
+ * when stacks are off. */
+#define STACK(skip) (shim_opts()->stack_depth ? depot_capture(skip) : 0)
+/* Keeps a call out of tail position, so the caller's frame stays on the stack. */
+#define NO_TAIL(p) __asm__ volatile("" : "+r"(p)::"memory")
+
+/* Removed from glibc's headers in 2.26 but still an exported symbol programs may call. */
+void cfree(void *p);
+
+static void *(*r_malloc)(size_t);
+static void (*r_free)(void *);
+static void *(*r_calloc)(size_t, size_t);
+static void *(*r_realloc)(void *, size_t);
+static void *(*r_memalign)(size_t, size_t);
+static int (*r_posix_memalign)(void **, size_t, size_t);
+static void *(*r_aligned_alloc)(size_t, size_t);
+static void *(*r_valloc)(size_t);
+static void *(*r_pvalloc)(size_t);
+static size_t (*r_usable_size)(void *);
+static atomic_int g_resolved;
+static __thread int t_resolving __attribute__((tls_model("initial-exec")));
+
+/* ---- the bootstrap buffer ---- */
+
+#define BOOT_BYTES (256u * 1024u)
+static _Alignas(64) unsigned char g_boot[BOOT_BYTES];
+static atomic_size_t g_boot_used;
+
+static int is_boot(const void *p)
+{
+    return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_BYTES;
+}
+
+/* Static memory is zero and never reused, so these blocks are zeroed (calloc). */
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    if (align & (align - 1) || align > BOOT_BYTES || n > BOOT_BYTES) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t used = atomic_load(&g_boot_used), start, end;
+    do {
+        start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+        end = start + n;
+        if (end > BOOT_BYTES) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } while (!atomic_compare_exchange_weak(&g_boot_used, &used, end));
+    memcpy(g_boot + start - sizeof(size_t), &n, sizeof n);
+    return g_boot + start;
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+    return n;
+}
+
+/* ---- the real functions ---- */
+
+static void resolve(void)
+{
+    if (LIKELY(atomic_load_explicit(&g_resolved, memory_order_acquire)))
+        return;
+    /* Allocations inside dlsym on this thread go to the bootstrap buffer. Two threads may
+     * resolve at once; they store the same values. */
+    t_resolving = 1;
+    r_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    r_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    r_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    r_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    r_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+    r_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    r_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    r_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+    r_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+    r_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    t_resolving = 0;
+    if (!r_malloc || !r_free || !r_calloc || !r_realloc || !r_memalign || !r_posix_memalign) {
+        static const char msg[] = "tlsan: cannot find the real allocator functions\n";
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+        _exit(127);
+    }
+    if (!r_aligned_alloc)
+        r_aligned_alloc = r_memalign;
+    atomic_store_explicit(&g_resolved, 1, memory_order_release);
+}
+
+void shim_interpose_resolve(void)
+{
+    resolve();
+    heap_set_real_free(r_free);
+}
+
+/* The real functions as the non-pass paths call them: marked as inside the real allocator
+ * (lock.h), so that a signal handler interrupting them does not enter it again. */
+static void *real_malloc(size_t n)
+{
+    shim_real_enter();
+    void *p = r_malloc(n);
+    shim_real_leave();
+    return p;
+}
+
+static void *real_calloc(size_t count, size_t size)
+{
+    shim_real_enter();
+    void *p = r_calloc(count, size);
+    shim_real_leave();
+    return p;
+}
+
+/* ---- the path a hook takes ---- */
+
+enum path { P_PASS, P_DEFER, P_LITE, P_FULL };
+
+/* P_FULL holds the re-entry guard: the hook calls shim_leave() before returning. */
+static inline enum path path(void)
+{
+    enum shim_state st = shim_state();
+    if (UNLIKELY(st != SHIM_ACTIVE)) {
+        if (st == SHIM_UNINIT) {
+            shim_init();
+            st = shim_state();
+        }
+        if (st == SHIM_INITING && !shim_tracking())
+            return P_PASS;
+        if (st != SHIM_ACTIVE && st != SHIM_INITING)
+            return P_PASS;
+        if (UNLIKELY(shim_t_locks))
+            return P_DEFER;
+        if (st == SHIM_INITING)
+            return P_LITE;
+    }
+    if (UNLIKELY(shim_t_locks))
+        return P_DEFER;
+    return shim_enter() ? P_FULL : P_LITE;
+}
+
+/* When the real allocator fails and the quarantine holds memory, the quarantine is emptied
+ * and the request tried once more: the memory the shim holds back must not be what makes a
+ * correct program run out. (Not for absurd sizes, which no draining would satisfy.) */
+#define RETRY_AFTER_DRAIN(p, call, n)                                                              \
+    do {                                                                                           \
+        if (UNLIKELY(!(p)) && (n) <= ((size_t)1 << 40)) {                                          \
+            int saved_ = errno;                                                                    \
+            if (heap_quarantine_drain()) {                                                         \
+                (p) = (call);                                                                      \
+                if (p)                                                                             \
+                    errno = saved_;                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static inline void *tracked(void *p, size_t n, uint32_t stack, unsigned flags)
+{
+    if (p)
+        heap_track(p, n, stack, flags);
+    return p;
+}
+
+/* The defer path's allocation: the real block, tracked when the locked section ends. */
+static inline void *deferred(void *p, size_t n)
+{
+    if (p)
+        heap_deferred_track(p, n);
+    return p;
+}
+
+/* The real block for a layout: memalign when it asks for an alignment, else malloc or
+ * calloc (zeroed). */
+static void *real_block(const struct heap_layout *l, int zeroed)
+{
+    void *p;
+    shim_real_enter();
+    p = l->align ? r_memalign(l->align, l->total)
+        : zeroed ? r_calloc(1, l->total)
+                 : r_malloc(l->total);
+    shim_real_leave();
+    return p;
+}
+
+/* The full path's block of n bytes (malloc, calloc with HEAP_ZEROED, realloc's new block
+ * with `extra` room): laid out with its redzones (heap_layout), tried again once after
+ * draining the quarantine, tracked. NULL (errno ENOMEM) when it cannot be had. */
+static void *full_block(size_t n, unsigned flags, size_t extra, uint32_t stack)
+{
+    struct heap_layout l;
+    if (!heap_layout(n, 0, flags, extra, &l))
+        return NULL;
+    int zeroed = (flags & HEAP_ZEROED) != 0;
+    void *real = real_block(&l, zeroed);
+    RETRY_AFTER_DRAIN(real, real_block(&l, zeroed), l.total);
+    if (real)
+        return heap_track_block(real, n, stack, &l);
+    if (l.total == n + extra || n > ((size_t)1 << 40))
+        return NULL;
+    /* The real allocator has no room for what the shim adds (redzones, table), even with
+     * the quarantine emptied: a correct program must not run out because of the shim, so
+     * it stops checking, and the block is the real allocator's own. */
+    int saved = errno;
+    shim_fail("the real allocator is out of memory");
+    real = zeroed ? real_calloc(1, n) : real_malloc(n);
+    if (real)
+        errno = saved;
+    return real;
+}
+
+/* The real allocator's usable size of a tracked block's real block. */
+static size_t real_usable(void *p, size_t left)
+{
+    if (!r_usable_size)
+        return 0;
+    shim_real_enter();
+    size_t n = r_usable_size((char *)p - left);
+    shim_real_leave();
+    return n;
+}
+
+/* The full path's end: errno as the caller left it unless the call failed (the stack
+ * capture and a failed first try may set it). */
+static inline void *done(void *p, int saved)
+{
+    if (p)
+        errno = saved;
+    shim_leave();
+    return p;
+}
+
+/* ---- the hooks ---- */
+
+EXPORT void *malloc(size_t n)
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving)
+            return boot_alloc(n, 16);
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return r_malloc(n);
+    case P_DEFER:
+        return shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
+    case P_LITE:
+        return tracked(real_malloc(n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    int saved = errno;
+    uint32_t stack = STACK(1);
+    return done(full_block(n, 0, 0, stack), saved);
+}
+
+EXPORT void free(void *p)
+{
+    if (!p || UNLIKELY(is_boot(p)))
+        return;
+    resolve();
+    switch (path()) {
+    case P_PASS:
+        r_free(heap_pass_real(p, NULL));
+        return;
+    case P_DEFER:
+        heap_deferred_free(p);
+        return;
+    case P_LITE:
+        heap_free(p, 0, 1);
+        return;
+    case P_FULL:
+        break;
+    }
+    int saved = errno; /* free leaves errno alone (glibc, POSIX 2024) */
+    if (!shim_opts()->stack_depth && !engine_has_arenas() && heap_free_unclaimed(p)) {
+        shim_leave();
+        errno = saved;
+        return;
+    }
+    /* The block is claimed before the stack is captured: the capture may re-enter a free
+     * of the same block (ld.so), which must then leave it to this one. */
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    if (c.state == HEAP_CLAIM_LIVE)
+        engine_heap_block_freed(p, c.size);
+    uint32_t stack = STACK(1);
+    heap_free_finish(p, &c, stack);
+    shim_leave();
+    errno = saved;
+}
+
+EXPORT void cfree(void *p)
+{
+    free(p);
+}
+
+EXPORT void *calloc(size_t count, size_t size)
+{
+    size_t n;
+    if (__builtin_mul_overflow(count, size, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving)
+            return boot_alloc(n, 16);
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return r_calloc(count, size);
+    case P_DEFER:
+        return shim_t_in_real ? boot_alloc(n, 16) : deferred(real_calloc(1, n), n);
+    case P_LITE:
+        return tracked(real_calloc(1, n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    int saved = errno;
+    uint32_t stack = STACK(1);
+    return done(full_block(n, HEAP_ZEROED, 0, stack), saved);
+}
+
+/* realloc for a tracked heap, re-entered (lite): a new block, a copy, and the old block
+ * freed at once. */
+static void *realloc_lite(void *p, size_t n)
+{
+    size_t old;
+    if (heap_lookup(p, &old) != 1) {
+        heap_free(p, 0, 1);
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = tracked(real_malloc(n), n, 0, HEAP_LITE);
+    if (!q)
+        return NULL; /* the old block stays as it was */
+    memcpy(q, p, old < n ? old : n);
+    heap_free(p, 0, 1);
+    return q;
+}
+
+/* realloc inside a locked section (defer path): the table is read only if its shard is free
+ * (heap_peek); a block it does not know is copied for the real allocator's usable size of it
+ * (at least its requested size). When the shard is busy (this very thread may be inside it)
+ * the realloc fails with ENOMEM rather than guess where the block starts. */
+static void *realloc_deferred(void *p, size_t n)
+{
+    size_t old = heap_deferred_size(p), left = 0;
+    if (!old) {
+        int known = heap_peek(p, &old, &left);
+        if (known < 0 || known == 2) { /* busy, or freed already (its pages may be guarded) */
+            errno = ENOMEM;
+            return NULL;
+        }
+        if (known == 0)
+            old = r_usable_size ? r_usable_size(p) : 0;
+    }
+    void *q = shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < n ? old : n);
+    heap_deferred_free(p);
+    return q;
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving) {
+            void *q = boot_alloc(n, 16);
+            if (q && p)
+                memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+            return q;
+        }
+        resolve();
+    }
+    if (!p)
+        return malloc(n);
+    if (n == 0) {
+        /* glibc: realloc(p, 0) frees p and returns NULL. */
+        free(p);
+        return NULL;
+    }
+    if (UNLIKELY(is_boot(p))) {
+        void *q = malloc(n);
+        if (q)
+            memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+        return q;
+    }
+    switch (path()) {
+    case P_PASS: {
+        size_t old, left;
+        if (!shim_tracking() || heap_peek(p, &old, &left) != 1 || !left)
+            return r_realloc(p, n);
+        /* A block the shim laid out, before it stopped: moved to a plain one. */
+        void *q = r_malloc(n);
+        if (q) {
+            memcpy(q, p, old < n ? old : n);
+            r_free(heap_pass_real(p, NULL));
+        }
+        return q;
+    }
+    case P_DEFER:
+        return realloc_deferred(p, n);
+    case P_LITE:
+        return realloc_lite(p, n);
+    case P_FULL:
+        break;
+    }
+    /* In place when the real block has room (the checks of a free are made on the old
+     * end); otherwise a new block with room to grow by half again (so that a buffer grown
+     * step by step moves a logarithmic number of times), a copy, and the old block freed
+     * into the quarantine, so a stale pointer to it is caught like any freed one. The old
+     * block is claimed before the stack is captured, as in free. */
+    int saved = errno;
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    uint32_t stack = STACK(1);
+    if (c.state != HEAP_CLAIM_LIVE) {
+        /* Freed already or never allocated: reported as free would report it. */
+        heap_free_finish(p, &c, stack);
+        errno = ENOMEM;
+        shim_leave();
+        return NULL;
+    }
+    if (heap_resize(p, &c, n, real_usable(p, c.left), stack)) {
+        if (n < c.size)
+            engine_heap_block_freed((char *)p + n, c.size - n);
+        return done(p, saved);
+    }
+    size_t extra = n > c.size ? n / 2 : 0;
+    void *q = full_block(n, 0, extra, stack);
+    if (!q && extra)
+        q = full_block(n, 0, 0, stack);
+    if (!q) {
+        heap_free_unclaim(p); /* the old block stays as it was */
+    } else if (!shim_active()) {
+        /* full_block gave up checking: the old block goes straight back too. */
+        memcpy(q, p, c.size < n ? c.size : n);
+        heap_free_unclaim(p);
+        r_free(heap_pass_real(p, NULL));
+    } else {
+        memcpy(q, p, c.size < n ? c.size : n);
+        engine_heap_block_freed(p, c.size);
+        heap_free_finish(p, &c, stack);
+    }
+    return done(q, saved);
+}
+
+EXPORT void *reallocarray(void *p, size_t count, size_t size)
+{
+    size_t n;
+    if (__builtin_mul_overflow(count, size, &n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+
+/* The aligned allocators: `real` is called with the redzone added to the size; it applies
+ * its own alignment rules (and errors). */
+enum align_fn { A_MEMALIGN, A_ALIGNED_ALLOC, A_VALLOC, A_PVALLOC };
+
+static void *call_aligned(enum align_fn fn, size_t align, size_t n)
+{
+    void *p = NULL;
+    shim_real_enter();
+    switch (fn) {
+    case A_MEMALIGN:
+        p = r_memalign(align, n);
+        break;
+    case A_ALIGNED_ALLOC:
+        p = r_aligned_alloc(align, n);
+        break;
+    case A_VALLOC:
+    case A_PVALLOC:
+        p = r_memalign(align, n); /* align is the page size; n already rounded */
+        break;
+    }
+    shim_real_leave();
+    return p;
+}
+
+/* boot_alloc with the alignment rounded up to a power of two. */
+static void *boot_aligned(size_t align, size_t n)
+{
+    while (align & (align - 1))
+        align &= align - 1, align <<= 1;
+    return boot_alloc(n, align);
+}
+
+__attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t align, size_t n,
+                                                    uint32_t (*capture)(void))
+{
+    if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
+        if (t_resolving)
+            return boot_aligned(align, n);
+        resolve();
+    }
+    switch (path()) {
+    case P_PASS:
+        return fn == A_VALLOC && r_valloc     ? r_valloc(n)
+               : fn == A_PVALLOC && r_pvalloc ? r_pvalloc(n)
+                                              : call_aligned(fn, align, n);
+    case P_DEFER:
+        return shim_t_in_real ? boot_aligned(align, n) : deferred(call_aligned(fn, align, n), n);
+    case P_LITE:
+        return tracked(call_aligned(fn, align, n), n, 0, HEAP_LITE);
+    case P_FULL:
+        break;
+    }
+    int saved = errno;
+    /* glibc checks the alignment before the size: an alignment above half the address space
+     * is EINVAL even when the size (here with the redzone added) would overflow. */
+    if ((fn == A_MEMALIGN || fn == A_ALIGNED_ALLOC) && align > SIZE_MAX / 2 + 1) {
+        shim_leave();
+        errno = EINVAL;
+        return NULL;
+    }
+    uint32_t stack = capture();
+    struct heap_layout l;
+    void *p = NULL;
+    if (heap_layout(n, align, 0, 0, &l)) {
+        size_t a = l.align > align ? l.align : align;
+        errno = 0;
+        p = call_aligned(fn, a, l.total);
+        if (!p && errno != EINVAL) /* a bad alignment stays one */
+            RETRY_AFTER_DRAIN(p, call_aligned(fn, a, l.total), l.total);
+        if (p)
+            p = heap_track_block(p, n, stack, &l);
+    }
+    return done(p, saved);
+}
+
+/* Frame 0 of the stack is the program's call: skip this function, aligned_hook and the
+ * exported function. Both helpers are noinline and the exported functions call aligned_hook
+ * through NO_TAIL (a tail call would drop their frame and make the skip one too many). */
+__attribute__((noinline)) static uint32_t capture_aligned(void)
+{
+    return depot_capture(3);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    void *p = aligned_hook(A_ALIGNED_ALLOC, align, n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+    void *p = aligned_hook(A_VALLOC, (size_t)sysconf(_SC_PAGESIZE), n, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+/* pvalloc rounds the size up to whole pages (0 becomes one page); the block's size is that. */
+EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (n > SIZE_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t rounded = n ? (n + page - 1) & ~(page - 1) : page;
+    void *p = aligned_hook(A_PVALLOC, page, rounded, capture_aligned);
+    NO_TAIL(p);
+    return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    int saved = errno;
+    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    NO_TAIL(p);
+    int err = p ? 0 : errno;
+    errno = saved;
+    if (!p)
+        return err ? err : ENOMEM;
+    *out = p;
+    return 0;
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (is_boot(p))
+        return boot_size(p);
+    resolve();
+    enum shim_state st = shim_state();
+    if (st == SHIM_UNINIT) {
+        shim_init();
+        st = shim_state();
+    }
+    size_t n = 0, left = 0;
+    if (st == SHIM_OFF || (st == SHIM_INITING && !shim_tracking())) {
+        if (shim_tracking() && heap_peek(p, &n, &left) == 1 && left)
+            return n; /* laid out by the shim before it stopped */
+        return r_usable_size ? r_usable_size(p) : 0;
+    }
+    if (UNLIKELY(shim_t_locks)) {
+        /* Inside a locked section (a signal handler): the table is read only if free. */
+        if ((n = heap_deferred_size(p)) != 0)
+            return n;
+        int known = heap_peek(p, &n, &left);
+        if (known != 0)
+            return known == 1 ? n : 0;
+        return r_usable_size ? r_usable_size(p) : 0;
+    }
+    /* The requested size: the redzone is not the program's to use. */
+    size_t size;
+    return heap_lookup(p, &size) == 1 ? size : 0;
+}

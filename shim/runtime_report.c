@@ -1,0 +1,212 @@
+/* report.c - findings in the AddressSanitizer layout, built without malloc.
+ *
+ * A report is built in one of a few static slots (claimed with an atomic flag, so threads
+ * reporting at once do not wait on each other while they format), written with one write(2)
+ * under the output lock, then recorded in the trace. A thread already building a report
+ * gets NULL from report_begin (a report from inside a report's own stack walk). */
+#include "runtime_report.h"
+
+#include "depot.h"
+#include "out.h"
+#include "shim.h"
+#include "trace.h"
+#include "tlsan/check.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REPORT_SLOTS      4
+#define REPORT_BYTES      32768
+#define REPORT_MAX_NAMES  8
+#define REPORT_MAX_STACKS 8
+
+struct report {
+    atomic_int busy;
+    int symbolize;
+    char kind[64];
+    char message[512];
+    char text[REPORT_BYTES];
+    struct outbuf b;
+    char names[REPORT_MAX_NAMES][128];
+    const char *name_ptrs[REPORT_MAX_NAMES];
+    size_t n_names;
+    char roles[REPORT_MAX_STACKS][64];
+    const char *role_ptrs[REPORT_MAX_STACKS];
+    uint32_t stacks[REPORT_MAX_STACKS];
+    size_t n_stacks;
+};
+
+static struct report g_slots[REPORT_SLOTS];
+static atomic_ullong g_count;
+static __thread int t_in_report __attribute__((tls_model("initial-exec")));
+
+static const char *const g_kind_names[] = {
+#define X(e, n, d) n,
+    SHIM_FINDING_KINDS(X)
+#undef X
+};
+
+const char *shim_kind_name(enum shim_kind kind)
+{
+    if ((unsigned)kind >= SHIM_KIND_COUNT_)
+        return "unknown";
+    return g_kind_names[kind];
+}
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static struct report *begin(const char *kind, int symbolize, const char *fmt, va_list ap)
+{
+    if (t_in_report)
+        return NULL;
+    t_in_report = 1;
+    struct report *r = NULL;
+    for (unsigned spins = 0; !r; spins++) {
+        for (unsigned i = 0; i < REPORT_SLOTS; i++)
+            if (!atomic_exchange_explicit(&g_slots[i].busy, 1, memory_order_acquire)) {
+                r = &g_slots[i];
+                break;
+            }
+        if (!r)
+            sched_yield();
+    }
+    r->symbolize = symbolize;
+    copy_text(r->kind, sizeof r->kind, kind);
+    struct outbuf m = {r->message, 0, sizeof r->message};
+    m.data[0] = '\0';
+    out_vappendf(&m, fmt, ap);
+    r->b = (struct outbuf){r->text, 0, sizeof r->text};
+    out_appendf(&r->b, "==%d==ERROR: tlsan: %s %s\n", (int)getpid(), r->kind, r->message);
+    r->n_names = 0;
+    r->n_stacks = 0;
+    return r;
+}
+
+struct report *report_begin(enum shim_kind kind, int symbolize, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    struct report *r = begin(shim_kind_name(kind), symbolize, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+struct report *report_begin_named(const char *kind, int symbolize, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    struct report *r = begin(kind, symbolize, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void report_line(struct report *r, const char *fmt, ...)
+{
+    if (!r)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    out_vappendf(&r->b, fmt, ap);
+    va_end(ap);
+    out_appendf(&r->b, "\n");
+}
+
+void report_stack(struct report *r, const char *title, uint32_t stack_id)
+{
+    if (!r)
+        return;
+    out_appendf(&r->b, "%s:\n", title);
+    depot_format(&r->b, stack_id, r->symbolize);
+    if (r->n_stacks < REPORT_MAX_STACKS) {
+        copy_text(r->roles[r->n_stacks], sizeof r->roles[0], title);
+        r->role_ptrs[r->n_stacks] = r->roles[r->n_stacks];
+        r->stacks[r->n_stacks] = stack_id;
+        r->n_stacks++;
+    }
+}
+
+void report_tensor(struct report *r, const char *name)
+{
+    if (!r || !name || r->n_names >= REPORT_MAX_NAMES)
+        return;
+    copy_text(r->names[r->n_names], sizeof r->names[0], name);
+    r->name_ptrs[r->n_names] = r->names[r->n_names];
+    r->n_names++;
+}
+
+void report_end(struct report *r, const char *summary_fmt, ...)
+{
+    if (!r)
+        return;
+    int saved = errno;
+    out_appendf(&r->b, "SUMMARY: tlsan: %s ", r->kind);
+    va_list ap;
+    va_start(ap, summary_fmt);
+    out_vappendf(&r->b, summary_fmt, ap);
+    va_end(ap);
+    /* The buffer keeps a byte for NUL; a truncated report still ends its last line. */
+    if (r->b.len + 1 >= r->b.cap)
+        r->b.len = r->b.cap - 2;
+    r->b.data[r->b.len++] = '\n';
+    out_lock();
+    out_write(r->b.data, r->b.len);
+    out_unlock();
+    trace_finding(r->kind, r->message, r->name_ptrs, r->n_names, r->role_ptrs, r->stacks,
+                  r->n_stacks);
+    uint64_t count = atomic_fetch_add(&g_count, 1) + 1;
+    atomic_store_explicit(&r->busy, 0, memory_order_release);
+    t_in_report = 0;
+    errno = saved;
+    const struct shim_options *o = shim_opts();
+    if (o->halt_on_error == SHIM_HALT_ALWAYS) {
+        trace_close(count);
+        _exit(o->exitcode);
+    }
+}
+
+uint64_t report_count(void)
+{
+    return atomic_load(&g_count);
+}
+
+void report_reinit_in_child(void)
+{
+    /* The child's findings are its own: its exit status and its trace's END count them. */
+    atomic_store(&g_count, 0);
+    for (unsigned i = 0; i < REPORT_SLOTS; i++)
+        atomic_store_explicit(&g_slots[i].busy, 0, memory_order_relaxed);
+    t_in_report = 0;
+}
+
+struct report *report_begin_finding(const struct tlsan_finding *f, const char *where)
+{
+    const char *kind = tlsan_kind_name(f->kind);
+    if (f->n_tensors >= 2)
+        return report_begin_named(kind, 1, "between '%s' and '%s' in %s", f->tensors[0],
+                                  f->tensors[1], where);
+    if (f->n_tensors == 1)
+        return report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
+    return report_begin_named(kind, 1, "in %s", where);
+}
+
+void report_end_finding(struct report *r, const struct tlsan_finding *f, const char *where)
+{
+    for (size_t i = 0; i < f->n_tensors; i++)
+        report_tensor(r, f->tensors[i]);
+    if (f->n_tensors >= 2)
+        report_end(r, "'%s' and '%s' in %s", f->tensors[0], f->tensors[1], where);
+    else if (f->n_tensors == 1)
+        report_end(r, "'%s' in %s", f->tensors[0], where);
+    else
+        report_end(r, "in %s", where);
+}

@@ -1,0 +1,162 @@
+/* plan: the in-memory plan model behind tlsan/plan.h.
+ *
+ * Names are interned (strtab.h); records refer to each other by dense indices once
+ * tlsan_plan_finalize() has resolved them. Variable-length lists (reads, writes, shapes,
+ * stacks, conditions) live in shared pools addressed by (start, count), so a plan of a
+ * million tensors is a handful of large arrays rather than millions of small blocks. */
+#ifndef TLSAN_PLAN_PRIV_H
+#define TLSAN_PLAN_PRIV_H
+
+#include "tlsan/plan.h"
+#include "core/strtab.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NO_INDEX UINT32_MAX
+
+typedef struct arena_rec {
+    uint32_t name;
+    uint32_t memory; /* strtab id, defaults to "host" */
+    uint64_t bytes;
+    uint64_t alignment_bytes; /* >= 1 */
+} arena_rec;
+
+enum {
+    TREC_HAS_LIFETIME = 1u << 3,
+    TREC_HAS_ALIGNMENT = 1u << 4,
+};
+
+typedef struct tensor_rec {
+    uint32_t name;
+    uint32_t arena;   /* arena index for a root; NO_INDEX for a view (before finalize: name id) */
+    uint32_t view_of; /* base tensor index for a view; NO_INDEX for a root (before: name id) */
+    uint32_t root;    /* storage root index (itself for a root), set by finalize */
+    uint32_t extra;   /* index of its tensor_extra, NO_INDEX when it has none */
+    uint8_t flags;    /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
+    uint8_t dtype;    /* tlsan_dtype */
+    uint8_t pad[2];
+    uint64_t bytes;
+    uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
+    uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
+    uint32_t shape_start, n_shape; /* into plan->shape_pool */
+    uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
+} tensor_rec;
+
+/* The fields few tensors carry live beside the records, so that a plan of a million
+ * tensors does not pay 28 bytes each for them. */
+typedef struct tensor_extra {
+    int64_t lifetime[2];      /* declared lifetime (TREC_HAS_LIFETIME) */
+    uint64_t alignment_bytes; /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
+    uint32_t memory;          /* strtab id or STRTAB_NONE */
+} tensor_extra;
+
+typedef struct op_rec {
+    uint32_t name;
+    uint32_t stream; /* strtab id */
+    uint32_t loop;   /* strtab id or STRTAB_NONE; finalize turns it into a loop index */
+    uint32_t event;  /* strtab id or STRTAB_NONE */
+    uint8_t sync;    /* tlsan_sync_kind */
+    uint8_t pad[3];
+    /* Pools: reads/writes/inplace hold tensor indices after finalize (names before);
+     * after holds op indices; cond holds (if index, arm index) pairs after finalize. */
+    uint32_t reads_start, n_reads;
+    uint32_t writes_start, n_writes;
+    uint32_t inplace_start, n_inplace; /* 2*n_inplace entries: out, in */
+    uint32_t after_start, n_after;
+    uint32_t cond_start, n_cond; /* 2*n_cond entries */
+    uint32_t stack_start, n_stack;
+} op_rec;
+
+/* A conditional: its arms (strtab ids). One named arm gets an implicit empty second arm,
+ * so n_arms is at least 2. */
+typedef struct if_rec {
+    uint32_t name;
+    uint32_t arms_start; /* into plan->id_pool */
+    uint32_t n_named_arms;
+    uint32_t n_arms; /* n_named_arms, or 2 when only one is named */
+} if_rec;
+
+typedef struct loop_rec {
+    uint32_t name;
+    uint32_t first_op, last_op; /* body is steps first_op..last_op */
+} loop_rec;
+
+#define DEFINE_VEC(name, type)                                                                     \
+    typedef struct name {                                                                          \
+        type *v;                                                                                   \
+        size_t n, cap;                                                                             \
+    } name;
+DEFINE_VEC(u32vec, uint32_t)
+DEFINE_VEC(u64vec, uint64_t)
+
+/* Grows a vector so that it holds room for `extra` more elements. 0 on success. */
+int vec_reserve_(void **v, size_t *cap, size_t n, size_t extra, size_t elem);
+#define VEC_RESERVE(vec, extra)                                                                    \
+    vec_reserve_((void **)&(vec).v, &(vec).cap, (vec).n, (extra), sizeof *(vec).v)
+#define VEC_PUSH(vec, val) (VEC_RESERVE(vec, 1) == 0 ? ((vec).v[(vec).n++] = (val), 0) : -1)
+
+struct tlsan_plan {
+    strtab strings;
+    uint32_t name; /* STRTAB_NONE when unnamed */
+    tlsan_schedule schedule;
+    bool finalized;
+
+    tensor_extra *extras;
+    size_t n_extras, cap_extras;
+    arena_rec *arenas;
+    size_t n_arenas, cap_arenas;
+    tensor_rec *tensors;
+    size_t n_tensors, cap_tensors;
+    op_rec *ops;
+    size_t n_ops, cap_ops;
+
+    u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
+    u64vec shape_pool; /* shape extents */
+
+    /* Where each tensor and op object begins in the file it was read from: (line, column)
+     * pairs, 1-based, by index; 0 or absent for records not read from a file. */
+    u32vec tensor_src, op_src;
+
+    /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
+    u32vec arena_by_name, tensor_by_name, op_by_name;
+
+    /* Set by finalize. */
+    if_rec *ifs;
+    size_t n_ifs;
+    loop_rec *loops;
+    size_t n_loops;
+    uint32_t n_streams;  /* distinct streams used by ops */
+    uint32_t *op_stream; /* op index -> dense stream index */
+    uint8_t *root_flags; /* tensor index -> TLSAN_TENSOR_* of its whole view tree (roots) */
+    uint32_t *op_loop;   /* op index -> loop index or NO_INDEX */
+};
+
+/* Index of a name in one of the lookup tables, NO_INDEX when absent. */
+uint32_t plan_lookup(const u32vec *by_name, uint32_t name_id);
+
+static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
+{
+    return id == STRTAB_NONE ? NULL : strtab_str(&p->strings, id);
+}
+
+/* The rare fields of a tensor (a shared all-absent record when it has none). */
+static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec *t)
+{
+    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE};
+    return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+}
+
+/* Records where the object of the last tensor (is_op false) or op added begins in its
+ * file: line and column, 1-based. 0, or -1 when out of memory. */
+int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column);
+
+/* Bytes the dtype and shape of tensor t need (saturating at UINT64_MAX); 0 when none. */
+uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t);
+
+/* An importer's plan name from its input's label (a path): the file name without the
+ * extension `ext` (".json", ".pte"), malloc'd in *out; NULL in *out when the label gives none
+ * ("-", "", a directory path). Returns -1 when out of memory, else 0. */
+int plan_name_from_label(const char *label, const char *ext, char **out);
+
+#endif

@@ -1,0 +1,579 @@
+/* run: a program under the shim, then a summary from its trace. */
+#include "cli/run.h"
+
+#include "replay/trace_dir.h"
+#include "replay/trace_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef TLSAN_INSTALL_LIBDIR
+#define TLSAN_INSTALL_LIBDIR "lib"
+#endif
+
+enum { RUN_USAGE = 2 };
+
+static int run_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tlsan: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see 'tlsan --help')\n");
+    return RUN_USAGE;
+}
+
+static bool readable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+/* Finds libtlsan.so: $TLSAN_SHIM, next to the tlsan executable (the build tree), or in the
+ * install's library directory beside its bin/. */
+static bool find_shim(char *out, size_t out_bytes)
+{
+    const char *env = getenv("TLSAN_SHIM");
+    if (env && env[0]) {
+        snprintf(out, out_bytes, "%s", env);
+        return readable(out);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    const char *candidates[] = {"%s/libtlsan.so", "%s/../" TLSAN_INSTALL_LIBDIR "/libtlsan.so",
+                                "%s/../lib/libtlsan.so"};
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+        snprintf(out, out_bytes, candidates[i], exe);
+        if (readable(out)) {
+            char real[PATH_MAX];
+            if (realpath(out, real))
+                snprintf(out, out_bytes, "%s", real);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The last value of `key` in an options string, read the way the shim reads it: pairs
+ * separated by ':', ',' or blanks, a value optionally in single or double quotes. Returns
+ * false when the key is absent. */
+static bool option_text(const char *opts, const char *key, char *out, size_t out_bytes)
+{
+    bool found = false;
+    size_t klen = strlen(key);
+    for (const char *p = opts; p && *p;) {
+        while (*p == ':' || *p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        const char *name = p;
+        while (*p && *p != '=' && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        size_t nlen = (size_t)(p - name);
+        if (*p != '=')
+            continue;
+        p++;
+        const char *v = p;
+        size_t vlen;
+        if (*p == '\'' || *p == '"') {
+            char quote = *p++;
+            v = p;
+            while (*p && *p != quote)
+                p++;
+            vlen = (size_t)(p - v);
+            if (*p)
+                p++;
+        } else {
+            while (*p && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            vlen = (size_t)(p - v);
+        }
+        if (nlen == klen && strncmp(name, key, klen) == 0) {
+            snprintf(out, out_bytes, "%.*s", (int)vlen, v);
+            found = true;
+        }
+    }
+    return found;
+}
+
+/* The process's exit status for a run with findings: `exitcode` as the shim applies it
+ * (the low 8 bits of the number, as _exit does), 1 by default. */
+static int option_exitcode(const char *opts)
+{
+    char v[64];
+    if (!option_text(opts, "exitcode", v, sizeof v))
+        return 1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return end != v && *end == '\0' ? (int)(n & 0xff) : 1;
+}
+
+/* Findings by kind over every trace of a run. */
+typedef struct tally {
+    char kinds[32][48];
+    long counts[32];
+    size_t n_kinds;
+    long total;
+    size_t n_traces, n_truncated;
+} tally;
+
+/* Adds the FINDING records of one trace to the tally. Returns false when the trace cannot be
+ * read (the reason goes to stderr). */
+static bool tally_trace(tally *ty, const char *path)
+{
+    trace_data *t = NULL;
+    tlsan_error err = {0};
+    if (trace_read_file(path, &t, &err) != TLSAN_OK) {
+        char buf[1200];
+        fprintf(stderr, "tlsan: run: cannot read the trace %s: %s\n", path,
+                tlsan_error_format(&err, buf, sizeof buf));
+        return false;
+    }
+    ty->n_traces++;
+    ty->n_truncated += trace_truncated(t);
+    for (size_t i = 0; i < trace_n_events(t); i++) {
+        const trace_event *ev = trace_event_at(t, i);
+        if (ev->tag != TRACE_FINDING)
+            continue;
+        ty->total++;
+        size_t k = 0;
+        while (k < ty->n_kinds && strcmp(ty->kinds[k], ev->text) != 0)
+            k++;
+        if (k == ty->n_kinds && k < sizeof ty->kinds / sizeof *ty->kinds) {
+            snprintf(ty->kinds[k], sizeof ty->kinds[k], "%s", ev->text);
+            ty->n_kinds++;
+        }
+        if (k < ty->n_kinds)
+            ty->counts[k]++;
+    }
+    trace_data_free(t);
+    return true;
+}
+
+/* trace_path=FILE: a forked child, or a program executed while another process held FILE,
+ * writes FILE.PID beside it. */
+static void tally_siblings(tally *ty, const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash)
+        *slash = '\0';
+    DIR *d = opendir(slash ? (dir[0] ? dir : "/") : ".");
+    if (!d)
+        return;
+    size_t blen = strlen(base);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, blen) != 0 || n[blen] != '.' || !n[blen + 1] ||
+            strspn(n + blen + 1, "0123456789") != strlen(n + blen + 1))
+            continue;
+        char child[PATH_MAX + 256];
+        snprintf(child, sizeof child, "%s%s%s", slash ? (dir[0] ? dir : "") : "", slash ? "/" : "",
+                 n);
+        tally_trace(ty, child);
+    }
+    closedir(d);
+}
+
+/* Where the run's traces go. */
+typedef struct run_trace {
+    enum { TRACE_OFF, TRACE_TO_FILE, TRACE_TO_DIR } mode;
+    bool made; /* the default run directory, created here: removed again when left empty */
+    char path[PATH_MAX]; /* the file, or the directory; absolute */
+} run_trace;
+
+/* path made absolute against the working directory (not resolved: it may not exist yet). */
+static bool absolute(const char *path, char *out, size_t out_bytes)
+{
+    char cwd[PATH_MAX];
+    if (path[0] == '/')
+        return (size_t)snprintf(out, out_bytes, "%s", path) < out_bytes;
+    if (!getcwd(cwd, sizeof cwd))
+        return false;
+    return (size_t)snprintf(out, out_bytes, "%s/%s", cwd, path) < out_bytes;
+}
+
+/* The run directory: `given` (created when missing; refused when it already holds traces,
+ * which this run's count would take for its own), or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX.
+ * Returns 0, or 2 after a message. */
+static int make_run_dir(const char *given, run_trace *rt)
+{
+    rt->mode = TRACE_TO_DIR;
+    if (!given) {
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !tmp[0])
+            tmp = "/tmp";
+        char want[PATH_MAX];
+        snprintf(want, sizeof want, "%s/tlsan-run.XXXXXX", tmp);
+        if (!mkdtemp(want) || !absolute(want, rt->path, sizeof rt->path)) {
+            fprintf(stderr,
+                    "tlsan: error: run: cannot create a run directory in %s: %s (set TMPDIR or "
+                    "give --trace-dir DIR)\n",
+                    tmp, strerror(errno));
+            return RUN_USAGE;
+        }
+        rt->made = true;
+        /* Run as root, the program may drop its privileges (a daemon's setuid, runuser,
+         * su): a process that can no longer write the 0700 directory records nothing, and
+         * its findings would be missing from the summary. Writable by all, sticky as /tmp:
+         * another user could add a trace (a false finding) but remove none. */
+        if (geteuid() == 0)
+            chmod(rt->path, 01777);
+        return 0;
+    }
+    if (mkdir(given, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tlsan: error: run: cannot create the trace directory %s: %s\n", given,
+                strerror(errno));
+        return RUN_USAGE;
+    }
+    trace_list old;
+    bool usable = realpath(given, rt->path) != NULL;
+    if (usable && !trace_dir_is(rt->path)) {
+        errno = ENOTDIR;
+        usable = false;
+    }
+    if (!usable || trace_dir_list(rt->path, &old) != 0) {
+        fprintf(stderr, "tlsan: error: run: cannot use %s as the trace directory: %s\n", given,
+                strerror(errno));
+        return RUN_USAGE;
+    }
+    size_t n_old = old.n;
+    if (n_old) {
+        fprintf(stderr,
+                "tlsan: error: run: the trace directory %s already holds %zu trace%s (%s): "
+                "give an empty or new directory, so the summary counts this run only\n",
+                given, n_old, n_old == 1 ? "" : "s", old.paths[0]);
+    }
+    trace_list_free(&old);
+    return n_old ? RUN_USAGE : 0;
+}
+
+/* Appends ":text" to the options string *opts (grown; NULL or "" text adds nothing). */
+static bool append_text(char **opts, const char *text)
+{
+    if (!text || !text[0])
+        return true;
+    size_t old = *opts ? strlen(*opts) : 0;
+    char *grown = realloc(*opts, old + strlen(text) + 2);
+    if (!grown)
+        return false;
+    sprintf(grown + old, "%s%s", old ? ":" : "", text);
+    *opts = grown;
+    return true;
+}
+
+/* Appends ":key=value" to the options string *opts (grown), the value quoted when it holds a
+ * separator. False when out of memory or when the value holds both kinds of quote. */
+static bool append_option(char **opts, const char *key, const char *value)
+{
+    const char *quote = "";
+    if (strpbrk(value, ":, \t\n\r'\""))
+        quote = !strchr(value, '"') ? "\"" : !strchr(value, '\'') ? "'" : NULL;
+    if (!quote)
+        return false;
+    size_t old = *opts ? strlen(*opts) : 0;
+    char *grown = realloc(*opts, old + strlen(key) + strlen(value) + 5);
+    if (!grown)
+        return false;
+    sprintf(grown + old, "%s%s=%s%s%s", old ? ":" : "", key, quote, value, quote);
+    *opts = grown;
+    return true;
+}
+
+/* Prints the summary line; returns tlsan run's exit status. */
+static int summarize(const run_trace *rt, int status, int exitcode)
+{
+    tally ty = {0};
+    size_t n_files = 0;
+    if (rt->mode == TRACE_TO_FILE) {
+        if (access(rt->path, F_OK) == 0)
+            tally_trace(&ty, rt->path);
+        tally_siblings(&ty, rt->path);
+        n_files = ty.n_traces;
+    } else if (rt->mode == TRACE_TO_DIR) {
+        trace_list l;
+        if (trace_dir_list(rt->path, &l) != 0)
+            fprintf(stderr, "tlsan: run: cannot read the run directory %s: %s\n", rt->path,
+                    strerror(errno));
+        else
+            for (size_t k = 0; k < l.n; k++)
+                tally_trace(&ty, l.paths[k]);
+        n_files = l.n;
+        trace_list_free(&l);
+        if (n_files == 0 && rt->made)
+            rmdir(rt->path);
+    }
+    char kinds[1024] = "";
+    size_t len = 0;
+    for (size_t k = 0; k < ty.n_kinds && len < sizeof kinds; k++)
+        len += (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%ld %s", k ? ", " : "",
+                                ty.counts[k], ty.kinds[k]);
+    char where[PATH_MAX + 128];
+    if (rt->mode == TRACE_TO_FILE)
+        snprintf(where, sizeof where, "trace %s%s", rt->path,
+                 ty.n_traces > 1 ? " and its descendants' FILE.PID" : "");
+    else
+        snprintf(where, sizeof where, "%zu trace%s in %s", ty.n_traces, ty.n_traces == 1 ? "" : "s",
+                 rt->path);
+    char truncated[96] = "";
+    if (ty.n_truncated)
+        snprintf(truncated, sizeof truncated, " (%zu truncated: a process died or called exec)",
+                 ty.n_truncated);
+
+    if (rt->mode == TRACE_OFF)
+        fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; exit status %d\n",
+                status);
+    else if (ty.total > 0)
+        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s%s; exit status %d\n", ty.total,
+                ty.total == 1 ? "" : "s", kinds, where, truncated, exitcode);
+    else if (n_files == 0 && rt->mode == TRACE_TO_FILE)
+        fprintf(stderr, "tlsan: run: no findings; nothing recorded at %s; exit status %d\n",
+                rt->path, status);
+    else if (n_files == 0)
+        fprintf(stderr,
+                "tlsan: run: no findings; no process recorded a trace (nothing annotated, "
+                "nothing found); exit status %d\n",
+                status);
+    else
+        fprintf(stderr, "tlsan: run: no findings; %s%s; exit status %d\n", where, truncated,
+                status);
+    return ty.total > 0 ? exitcode : status;
+}
+/* The program being run, for forward_signal. */
+static volatile pid_t g_child;
+
+/* The signals tlsan passes on to the program. */
+static const int forwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* A signal for tlsan: sent by a process (kill, sigqueue) other than the program itself, it
+ * was meant for the program and goes on to it; one the kernel made (the terminal's ^C, ^\
+ * and hangup reach the program's process group, the program included) is dropped. */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    if (g_child > 0 && (si->si_code == SI_USER || si->si_code == SI_QUEUE) && si->si_pid != g_child)
+        kill(g_child, sig);
+    errno = saved;
+}
+
+static const char run_help[] =
+    "usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD under libtlsan.so (the runtime shim), prints its reports and a summary, and\n"
+    "exits with `exitcode` (default 1) when anything was found, else with CMD's own status.\n"
+    "\n"
+    "Options:\n"
+    "  --trace-dir DIR     the run directory: every process of the run, wherever it runs,\n"
+    "                      writes DIR/tlsan.PID.trace there (default: a new\n"
+    "                      ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary; replay it\n"
+    "                      with tlsan replay DIR)\n"
+    "  --trace FILE        one trace file instead (descendants write FILE.PID)\n"
+    "  --options K=V:...   TLSAN_OPTIONS for the run, added after the environment's; may be\n"
+    "                      given more than once. --options help=1 lists them (halt_on_error,\n"
+    "                      exitcode, log_path, trace_path, trace_dir, trace, quarantine_mb, fill,\n"
+    "                      checksum, redzone, stack_depth, verbosity, and for ggml inject,\n"
+    "                      ggml_plan_path)\n"
+    "  --                  ends the options: CMD and its arguments follow\n"
+    "  -h, --help          show this help\n";
+
+int run_command(int argc, char **argv)
+{
+    const char *trace = NULL, *trace_dir = NULL;
+    char *options = NULL;
+    int i = 0;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "--trace") == 0 || strncmp(a, "--trace=", 8) == 0) {
+            trace = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!trace || !trace[0]) {
+                free(options);
+                return run_usage("%s needs a file name", "--trace");
+            }
+        } else if (strcmp(a, "--trace-dir") == 0 || strncmp(a, "--trace-dir=", 12) == 0) {
+            trace_dir = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!trace_dir || !trace_dir[0]) {
+                free(options);
+                return run_usage("%s needs a directory", "--trace-dir");
+            }
+        } else if (strcmp(a, "--options") == 0 || strncmp(a, "--options=", 10) == 0) {
+            const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || strcmp(v, "--") == 0) {
+                free(options);
+                return run_usage("%s needs KEY=VALUE pairs", "--options");
+            }
+            size_t old = options ? strlen(options) : 0;
+            char *grown = realloc(options, old + strlen(v) + 2);
+            if (!grown) {
+                free(options);
+                return run_usage("%s", "out of memory");
+            }
+            options = grown;
+            sprintf(options + old, "%s%s", old ? ":" : "", v);
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            free(options);
+            fputs(run_help, stdout);
+            return 0;
+        } else {
+            free(options);
+            return run_usage("unknown option '%s' for run", a);
+        }
+    }
+    if (i >= argc) {
+        free(options);
+        return run_usage("%s: no command given (tlsan run -- CMD ARGS)", "run");
+    }
+    if (trace && trace_dir) {
+        free(options);
+        return run_usage("%s", "--trace FILE and --trace-dir DIR: give one");
+    }
+    char shim[PATH_MAX];
+    if (!find_shim(shim, sizeof shim)) {
+        free(options);
+        fprintf(stderr, "tlsan: error: run: libtlsan.so not found next to tlsan or in its "
+                        "library directory (set TLSAN_SHIM to its path)\n");
+        return RUN_USAGE;
+    }
+
+    /* TLSAN_OPTIONS: the environment's, then --options, then where the traces go. */
+    char *all = NULL;
+    const char *env_opts = getenv("TLSAN_OPTIONS");
+    bool ok = append_text(&all, env_opts) && append_text(&all, options);
+    free(options);
+    if (ok && trace)
+        ok = append_option(&all, "trace_path", trace);
+    run_trace rt = {.mode = TRACE_TO_DIR};
+    char given[PATH_MAX], flag[16];
+    int status = 0;
+    if (!ok) {
+        free(all);
+        return run_usage("%s", "out of memory");
+    }
+    if (option_text(all, "trace", flag, sizeof flag) && strcmp(flag, "0") == 0) {
+        rt.mode = TRACE_OFF;
+    } else if (option_text(all, "trace_path", given, sizeof given) && given[0]) {
+        /* Absolute, so a descendant in another directory writes beside it too. */
+        rt.mode = TRACE_TO_FILE;
+        if (!absolute(given, rt.path, sizeof rt.path) ||
+            !append_option(&all, "trace_path", rt.path)) {
+            free(all);
+            return run_usage("cannot make the trace path '%s' absolute", given);
+        }
+    } else {
+        /* The shim takes trace_dir from the options before TLSAN_TRACE_DIR: one given there
+         * is the run directory, made absolute. */
+        bool in_opts = option_text(all, "trace_dir", given, sizeof given) && given[0];
+        status = make_run_dir(trace_dir ? trace_dir : in_opts ? given : NULL, &rt);
+        if (status == 0 && in_opts && !append_option(&all, "trace_dir", rt.path))
+            status = run_usage("%s", "out of memory");
+    }
+    if (status) {
+        free(all);
+        return status;
+    }
+    const char *old_preload = getenv("LD_PRELOAD");
+    char *preload = malloc(strlen(shim) + (old_preload ? strlen(old_preload) : 0) + 2);
+    if (!preload) {
+        free(all);
+        return run_usage("%s", "out of memory");
+    }
+    sprintf(preload, "%s%s%s", shim, old_preload && old_preload[0] ? " " : "",
+            old_preload ? old_preload : "");
+    int exitcode = option_exitcode(all ? all : "");
+
+    /* exec's failure reaches the parent through a close-on-exec pipe, so that a program
+     * that exits 127 itself (a shell whose last command was not found) is not taken for it:
+     * its run is summarized as any other. */
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        fprintf(stderr, "tlsan: error: run: pipe failed: %s\n", strerror(errno));
+        free(all);
+        free(preload);
+        return RUN_USAGE;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "tlsan: error: run: fork failed: %s\n", strerror(errno));
+        close(exec_pipe[0]);
+        close(exec_pipe[1]);
+        free(all);
+        free(preload);
+        return RUN_USAGE;
+    }
+    if (pid == 0) {
+        close(exec_pipe[0]);
+        setenv("TLSAN_OPTIONS", all ? all : "", 1);
+        setenv("LD_PRELOAD", preload, 1);
+        /* A dedicated variable besides TLSAN_OPTIONS, which programs (test runners, nested
+         * tools) may rewrite: every descendant's trace lands in the run directory. */
+        if (rt.mode == TRACE_TO_DIR)
+            setenv("TLSAN_TRACE_DIR", rt.path, 1);
+        else
+            unsetenv("TLSAN_TRACE_DIR");
+        execvp(argv[i], argv + i);
+        int err = errno;
+        fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(err));
+        ssize_t ignored = write(exec_pipe[1], &err, sizeof err);
+        (void)ignored;
+        _exit(127);
+    }
+    close(exec_pipe[1]);
+    free(all);
+    free(preload);
+    g_child = pid;
+    /* Like system(): the terminal's ^C and ^\ reach the program directly (its process
+     * group); we only wait for it. A termination signal sent to tlsan itself (kill, a test
+     * harness stopping its child) is passed on to the program, which would have received
+     * it natively, instead of ending tlsan and leaving the program running. */
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&fwd.sa_mask);
+    struct sigaction old[sizeof forwarded / sizeof *forwarded];
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaction(forwarded[k], &fwd, &old[k]);
+    int exec_err = 0;
+    ssize_t got;
+    while ((got = read(exec_pipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+        ;
+    close(exec_pipe[0]);
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaction(forwarded[k], &old[k], NULL);
+
+    if (got == (ssize_t)sizeof exec_err) {
+        if (rt.made)
+            rmdir(rt.path); /* exec failed (said above) */
+        return 127;
+    }
+    if (WIFEXITED(wstatus)) {
+        status = WEXITSTATUS(wstatus);
+    } else {
+        status = 128 + WTERMSIG(wstatus);
+        fprintf(stderr, "tlsan: run: '%s' was killed by signal %d (%s)\n", argv[i],
+                WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+    }
+    return summarize(&rt, status, exitcode);
+}
