@@ -31,6 +31,8 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
     X(SIZE, redzone, 16, "bytes of redzone after each heap block, 16 before it (0: none)")         \
     X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
+    X(BOOL, symbolize, 1,                                                                          \
+      "function, file:line and inlined frames in reports (libdw, loaded at the first report)")     \
     X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
     X(BOOL, help, 0, "print this list and continue")                                               \
     X(STR, inject, "", "ggml: self-test fault to plant: move@NODE or move@NODE@VICTIM")            \

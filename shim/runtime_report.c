@@ -6,9 +6,9 @@
  * gets NULL from report_begin (a report from inside a report's own stack walk). */
 #include "runtime_report.h"
 
-#include "depot.h"
 #include "out.h"
 #include "shim.h"
+#include "symbolizer.h"
 #include "trace.h"
 #include "tlsan/check.h"
 
@@ -22,6 +22,7 @@
 #define REPORT_BYTES      32768
 #define REPORT_MAX_NAMES  8
 #define REPORT_MAX_STACKS 8
+#define REPORT_MAX_FRAMES 96 /* a stack's frames with the inlined ones */
 
 struct report {
     atomic_int busy;
@@ -37,6 +38,10 @@ struct report {
     const char *role_ptrs[REPORT_MAX_STACKS];
     uint32_t stacks[REPORT_MAX_STACKS];
     size_t n_stacks;
+    /* Each stack's frames, symbolized; the last row is scratch for stacks past
+     * REPORT_MAX_STACKS. */
+    struct shim_frame frames[REPORT_MAX_STACKS + 1][REPORT_MAX_FRAMES];
+    size_t n_frames[REPORT_MAX_STACKS + 1];
 };
 
 static struct report g_slots[REPORT_SLOTS];
@@ -121,18 +126,61 @@ void report_line(struct report *r, const char *fmt, ...)
     out_appendf(&r->b, "\n");
 }
 
-void report_stack(struct report *r, const char *title, uint32_t stack_id)
+/* "    #i 0xPC in FUNCTION+0xOFF at FILE:LINE (MODULE+0xOFF)", the parts not known left out; an
+ * inlined function's frame has no offset and says "inlined". */
+static void format_frame(struct outbuf *b, unsigned i, const struct shim_frame *f)
+{
+    out_appendf(b, "    #%u %p", i, (void *)f->pc);
+    if (f->sym.function) {
+        char name[256];
+        size_t n = symbol_name_length(f->sym.function);
+        if (n >= sizeof name)
+            n = sizeof name - 1;
+        memcpy(name, f->sym.function, n);
+        name[n] = '\0';
+        if (f->sym.inlined)
+            out_appendf(b, " in %s", name);
+        else
+            out_appendf(b, " in %s+0x%llx", name, (unsigned long long)f->sym.function_offset_bytes);
+    }
+    if (f->sym.file && f->sym.line > 0)
+        out_appendf(b, " at %s:%d", f->sym.file, f->sym.line);
+    if (f->module)
+        out_appendf(b, " (%s+0x%zx%s)\n", f->module, (size_t)f->module_offset,
+                    f->sym.inlined ? ", inlined" : "");
+    else
+        out_appendf(b, " (<unknown module>)\n");
+}
+
+static void add_stack(struct report *r, const char *title, uint32_t stack_id, bool exact_first)
 {
     if (!r)
         return;
     out_appendf(&r->b, "%s:\n", title);
-    depot_format(&r->b, stack_id, r->symbolize);
+    size_t row = r->n_stacks < REPORT_MAX_STACKS ? r->n_stacks : REPORT_MAX_STACKS;
+    struct shim_frame *frames = r->frames[row];
+    size_t n = stack_id ? symbolizer_stack(stack_id, exact_first, frames, REPORT_MAX_FRAMES) : 0;
+    r->n_frames[row] = n;
+    if (n == 0)
+        out_appendf(&r->b, "    (no stack)\n");
+    for (size_t i = 0; i < n; i++)
+        format_frame(&r->b, (unsigned)i, &frames[i]);
     if (r->n_stacks < REPORT_MAX_STACKS) {
         copy_text(r->roles[r->n_stacks], sizeof r->roles[0], title);
         r->role_ptrs[r->n_stacks] = r->roles[r->n_stacks];
         r->stacks[r->n_stacks] = stack_id;
         r->n_stacks++;
     }
+}
+
+void report_stack(struct report *r, const char *title, uint32_t stack_id)
+{
+    add_stack(r, title, stack_id, false);
+}
+
+void report_fault_stack(struct report *r, const char *title, uint32_t stack_id)
+{
+    add_stack(r, title, stack_id, true);
 }
 
 void report_tensor(struct report *r, const char *name)

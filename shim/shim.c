@@ -15,6 +15,8 @@
 #include "modules.h"
 #include "out.h"
 #include "runtime_report.h"
+#include "symbolizer.h"
+#include "symheap.h"
 #include "trace.h"
 #include "unwind.h"
 #include "tlsan/tlsan.h"
@@ -105,10 +107,13 @@ static const char *sanitizer_present(void)
 
 /* Every lock, so no copy in the child is held by a thread that does not exist there. The
  * order is the nesting order: the quarantine lock is the only one held while taking others
- * (heap_verify_quarantine reports under it: shard, modules and output locks). */
+ * (heap_verify_quarantine reports under it: shard, symbolizer, symbolizer's heap, modules
+ * and output locks). */
 static void fork_prepare(void)
 {
     heap_lock_all();
+    symbolizer_lock();
+    symheap_lock();
     modules_lock();
     depot_lock();
     out_lock();
@@ -119,6 +124,8 @@ static void fork_parent(void)
     out_unlock();
     depot_unlock();
     modules_unlock();
+    symheap_unlock();
+    symbolizer_unlock();
     heap_unlock_all();
 }
 
@@ -131,6 +138,8 @@ static void fork_child(void)
     heap_reinit_locks();
     depot_reinit_lock();
     modules_reinit_lock();
+    symheap_reinit_lock();
+    symbolizer_reinit_in_child();
     out_reinit_lock();
     report_reinit_in_child();
     t_tid = 0;
