@@ -33,6 +33,12 @@ cc -std=c11 -Wall -Wextra -Werror "$src/examples/api/check_in_memory.c" $cflags 
 out=$(env -u LD_LIBRARY_PATH "$tmp/pc"); rc=$?
 check "pkg-config consumer output (no LD_LIBRARY_PATH)" "$out" "$want"
 check "pkg-config consumer exit" "$rc" 1
+# The run path is the library folder itself, written plainly: it still resolves when
+# lib/pkgconfig is gone (a packager removing development files).
+check "pkg-config run path" "$(printf '%s\n' $libs | grep '^-Wl,-rpath,')" "-Wl,-rpath,$(cd "$tmp/prefix" && pwd)/lib"
+rm -r "$pcdir"
+out=$(env -u LD_LIBRARY_PATH "$tmp/pc"); rc=$?
+check "pkg-config consumer without lib/pkgconfig" "$out" "$want"
 check "installed tlsan --version" "$("$tmp/prefix/bin/tlsan" --version | head -n 1 | cut -d' ' -f1)" tlsan
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
