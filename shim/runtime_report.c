@@ -38,6 +38,7 @@ struct report {
     const char *role_ptrs[REPORT_MAX_STACKS];
     uint32_t stacks[REPORT_MAX_STACKS];
     size_t n_stacks;
+    uint64_t fault_stacks; /* bit i: stack i starts at a faulting instruction */
     /* Each stack's frames, symbolized; the last row is scratch for stacks past
      * REPORT_MAX_STACKS. */
     struct shim_frame frames[REPORT_MAX_STACKS + 1][REPORT_MAX_FRAMES];
@@ -94,6 +95,7 @@ static struct report *begin(const char *kind, int symbolize, const char *fmt, va
     out_appendf(&r->b, "==%d==ERROR: tlsan: %s %s\n", (int)getpid(), r->kind, r->message);
     r->n_names = 0;
     r->n_stacks = 0;
+    r->fault_stacks = 0;
     return r;
 }
 
@@ -169,6 +171,8 @@ static void add_stack(struct report *r, const char *title, uint32_t stack_id, bo
         copy_text(r->roles[r->n_stacks], sizeof r->roles[0], title);
         r->role_ptrs[r->n_stacks] = r->roles[r->n_stacks];
         r->stacks[r->n_stacks] = stack_id;
+        if (exact_first)
+            r->fault_stacks |= (uint64_t)1 << r->n_stacks;
         r->n_stacks++;
     }
 }
@@ -210,7 +214,7 @@ void report_end(struct report *r, const char *summary_fmt, ...)
     out_write(r->b.data, r->b.len);
     out_unlock();
     trace_finding(r->kind, r->message, r->name_ptrs, r->n_names, r->role_ptrs, r->stacks,
-                  r->n_stacks);
+                  r->n_stacks, r->fault_stacks);
     uint64_t count = atomic_fetch_add(&g_count, 1) + 1;
     atomic_store_explicit(&r->busy, 0, memory_order_release);
     t_in_report = 0;

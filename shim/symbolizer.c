@@ -13,6 +13,9 @@
 #include <fcntl.h>
 #include <stdbool.h>
 
+/* The most frames of a symbolized stack (inlined ones included). */
+#define REPORT_STACK_FRAMES 128
+
 enum { LIBDW_UNTRIED, LIBDW_READY, LIBDW_MISSING };
 
 static shim_lock g_lock = SHIM_LOCK_INIT;
@@ -80,60 +83,44 @@ static void load_locked(void)
         g_state = LIBDW_READY;
 }
 
-/* The source frames of the return address pc in module m (0 when unknown). Lock held, in a
- * symheap section. */
-static size_t lookup_locked(uintptr_t pc, const struct shim_module *m, symbol_frame *out,
-                            size_t max)
-{
-    if (g_state == LIBDW_UNTRIED)
-        load_locked();
-    if (g_state != LIBDW_READY)
-        return 0;
-    return symbolizer_lookup(g_sym, m->path, m->base, pc - m->base, out, max);
-}
-
 size_t symbolizer_stack(uint32_t stack_id, bool exact_first, struct shim_frame *out, size_t max)
 {
     const uintptr_t *pcs;
     unsigned n_pcs = depot_get(stack_id, &pcs);
+    symbol_raw_frame raw[DEPOT_MAX_FRAMES];
+    const struct shim_module *mods[DEPOT_MAX_FRAMES];
+    for (unsigned i = 0; i < n_pcs && i < DEPOT_MAX_FRAMES; i++) {
+        /* A return address may be the first byte after a call at the end of a function
+         * (noreturn callees): the module is the one of the byte before it. */
+        uintptr_t pc = pcs[i], call = i == 0 && exact_first ? pc : pc - (pc > 0);
+        mods[i] = modules_find(call);
+        raw[i] = mods[i] ? (symbol_raw_frame){mods[i]->path, mods[i]->base, pc - mods[i]->base}
+                         : (symbol_raw_frame){NULL, 0, pc};
+    }
     /* libdw runs on the symbolizer's heap; t_busy keeps a report made from inside it (a
      * broken free in libdw) from symbolizing again. */
     bool symbolize = shim_opts()->symbolize && !t_busy && symheap_enter();
+    symbolizer *sym = NULL;
     if (symbolize) {
         t_busy = 1;
         shim_lock_take(&g_lock);
+        if (g_state == LIBDW_UNTRIED)
+            load_locked();
+        sym = g_state == LIBDW_READY ? g_sym : NULL;
     }
-    size_t n = 0;
-    bool leading = true; /* still among the wrappers at the stack's start */
-    for (unsigned i = 0; i < n_pcs && n < max; i++) {
-        uintptr_t pc = pcs[i];
-        /* A return address may be the first byte after a call at the end of a function
-         * (noreturn callees): the module is the one of the byte before it, and so is the
-         * source line. A faulting instruction is looked up as itself. */
-        uintptr_t call = i == 0 && exact_first ? pc : pc - (pc > 0);
-        const struct shim_module *m = modules_find(call);
-        symbol_frame sym[16];
-        size_t n_sym =
-            symbolize && m ? lookup_locked(call + 1, m, sym, sizeof sym / sizeof sym[0]) : 0;
-        struct shim_frame base = {pc, m ? m->path : NULL, m ? pc - m->base : 0, {0}};
-        if (n_sym == 0) {
-            leading = false;
-            out[n++] = base;
-            continue;
-        }
-        for (size_t k = 0; k < n_sym && n < max; k++) {
-            if (leading && symbol_frame_is_wrapper(&sym[k], m->path))
-                continue;
-            leading = false;
-            out[n] = base;
-            out[n].sym = sym[k];
-            n++;
-        }
-    }
+    symbol_stack_frame frames[REPORT_STACK_FRAMES];
+    if (max > REPORT_STACK_FRAMES)
+        max = REPORT_STACK_FRAMES;
+    size_t n = symbolizer_stack_frames(sym, raw, n_pcs, exact_first, frames, max);
     if (symbolize) {
         shim_lock_drop(&g_lock);
         t_busy = 0;
         symheap_leave();
+    }
+    for (size_t i = 0; i < n; i++) {
+        const symbol_raw_frame *r = &raw[frames[i].raw];
+        out[i] = (struct shim_frame){pcs[frames[i].raw], r->module_path,
+                                     r->module_path ? r->offset : 0, frames[i].sym};
     }
     return n;
 }

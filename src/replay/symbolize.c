@@ -168,6 +168,33 @@ bool symbol_frame_is_wrapper(const symbol_frame *f, const char *module_path)
     return false;
 }
 
+size_t symbolizer_stack_frames(symbolizer *s, const symbol_raw_frame *raw, size_t n_raw,
+                               bool exact_first, symbol_stack_frame *out, size_t max)
+{
+    size_t n = 0;
+    bool leading = true; /* still among the wrappers at the stack's start */
+    for (size_t i = 0; i < n_raw && n < max; i++) {
+        symbol_frame sym[16];
+        /* Looked up as a return address: a faulting instruction as the byte after it. */
+        uint64_t offset = raw[i].offset + (i == 0 && exact_first);
+        size_t n_sym = s && raw[i].module_path
+                           ? symbolizer_lookup(s, raw[i].module_path, raw[i].bias, offset, sym, 16)
+                           : 0;
+        if (n_sym == 0) {
+            leading = false;
+            out[n++] = (symbol_stack_frame){i, {0}};
+            continue;
+        }
+        for (size_t k = 0; k < n_sym && n < max; k++) {
+            if (leading && symbol_frame_is_wrapper(&sym[k], raw[i].module_path))
+                continue;
+            leading = false;
+            out[n++] = (symbol_stack_frame){i, sym[k]};
+        }
+    }
+    return n;
+}
+
 char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
                        size_t buf_bytes)
 {

@@ -47,6 +47,29 @@ size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_
  * memalign, valloc, pvalloc), through which the program reached the shim's hook. */
 bool symbol_frame_is_wrapper(const symbol_frame *f, const char *module_path);
 
+/* One captured frame: a return address `offset` bytes past the load bias `bias` of module
+ * file `module_path` (NULL when no module held it; offset is then the address). */
+typedef struct symbol_raw_frame {
+    const char *module_path;
+    uint64_t bias, offset;
+} symbol_raw_frame;
+
+/* One frame of a symbolized stack: raw frame `raw`, and what is known of it (sym.function NULL
+ * when nothing). */
+typedef struct symbol_stack_frame {
+    size_t raw;
+    symbol_frame sym;
+} symbol_stack_frame;
+
+/* Symbolizes a captured stack, innermost first, each raw frame as its inlined functions and
+ * the function holding it (s NULL: nothing looked up, one unknown frame each), with the
+ * wrappers at its start dropped (symbol_frame_is_wrapper), so that frame 0 is the program's
+ * call. `exact_first`: raw frame 0 is a faulting instruction itself (a stack captured in a
+ * signal handler), not a return address. Returns how many frames were stored, at most max. The
+ * one rule for the shim's reports and tlsan replay's. */
+size_t symbolizer_stack_frames(symbolizer *s, const symbol_raw_frame *raw, size_t n_raw,
+                               bool exact_first, symbol_stack_frame *out, size_t max);
+
 /* The bytes of a function name to show: without the symbol version a name from the dynamic
  * symbol table may carry ("__libc_start_main@@GLIBC_2.34"). */
 size_t symbol_name_length(const char *function);

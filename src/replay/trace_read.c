@@ -391,6 +391,9 @@ static tlsan_status decode_record(decoder *d, unsigned tag, cursor *c)
         ev.roles = roles;
         ev.role_stacks = stacks;
         ev.n_roles = (size_t)n_roles;
+        /* Added later in version 1: absent from older traces. */
+        if (c->p < c->end)
+            ev.fault_stacks = get_u(c);
         break;
     }
     case TRACE_END:
