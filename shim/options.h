@@ -34,6 +34,7 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
     X(BOOL, symbolize, 1,                                                                          \
       "function, file:line and inlined frames in reports (libdw, loaded at the first report)")     \
     X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
+    X(STR, suppressions, "", "file of KIND:PATTERN lines; a finding they match is not reported")   \
     X(BOOL, help, 0, "print this list and continue")                                               \
     X(STR, inject, "", "ggml: self-test fault to plant: move@NODE or move@NODE@VICTIM")            \
     X(STR, ggml_plan_path, "", "ggml: write each graph checked as a plan to PATH.PID.N.json")

@@ -8,6 +8,7 @@
 
 #include "out.h"
 #include "shim.h"
+#include "suppress.h"
 #include "symbolizer.h"
 #include "trace.h"
 #include "tlsan/check.h"
@@ -16,6 +17,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define REPORT_SLOTS      4
@@ -40,8 +42,9 @@ struct report {
     size_t n_stacks;
     uint64_t fault_stacks; /* bit i: stack i starts at a faulting instruction */
     /* Each stack's frames, symbolized; the last row is scratch for stacks past
-     * REPORT_MAX_STACKS. */
-    struct shim_frame frames[REPORT_MAX_STACKS + 1][REPORT_MAX_FRAMES];
+     * REPORT_MAX_STACKS. Mapped at the slot's first report (a program that never reports
+     * does not pay its address space, which counts under ulimit -v); NULL if that failed. */
+    struct shim_frame (*frames)[REPORT_MAX_FRAMES];
     size_t n_frames[REPORT_MAX_STACKS + 1];
 };
 
@@ -160,8 +163,14 @@ static void add_stack(struct report *r, const char *title, uint32_t stack_id, bo
         return;
     out_appendf(&r->b, "%s:\n", title);
     size_t row = r->n_stacks < REPORT_MAX_STACKS ? r->n_stacks : REPORT_MAX_STACKS;
-    struct shim_frame *frames = r->frames[row];
-    size_t n = stack_id ? symbolizer_stack(stack_id, exact_first, frames, REPORT_MAX_FRAMES) : 0;
+    if (!r->frames) {
+        void *m = mmap(NULL, (REPORT_MAX_STACKS + 1) * sizeof *r->frames, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        r->frames = m == MAP_FAILED ? NULL : m;
+    }
+    struct shim_frame *frames = r->frames ? r->frames[row] : NULL;
+    size_t n =
+        stack_id && frames ? symbolizer_stack(stack_id, exact_first, frames, REPORT_MAX_FRAMES) : 0;
     r->n_frames[row] = n;
     if (n == 0)
         out_appendf(&r->b, "    (no stack)\n");
@@ -210,11 +219,28 @@ void report_end(struct report *r, const char *summary_fmt, ...)
     if (r->b.len + 1 >= r->b.cap)
         r->b.len = r->b.cap - 2;
     r->b.data[r->b.len++] = '\n';
-    out_lock();
-    out_write(r->b.data, r->b.len);
-    out_unlock();
+    /* A suppressed finding is recorded (tlsan run and replay count it apart), not printed,
+     * not counted, and halts nothing. */
+    const struct shim_frame *rows[REPORT_MAX_STACKS];
+    size_t n_rows = r->n_stacks < REPORT_MAX_STACKS ? r->n_stacks : REPORT_MAX_STACKS;
+    for (size_t i = 0; i < n_rows; i++)
+        rows[i] = r->frames ? r->frames[i] : NULL;
+    if (!r->frames)
+        n_rows = 0;
+    bool suppressed = suppress_match(r->kind, rows, r->n_frames, n_rows) >= 0;
+    if (!suppressed) {
+        out_lock();
+        out_write(r->b.data, r->b.len);
+        out_unlock();
+    }
     trace_finding(r->kind, r->message, r->name_ptrs, r->n_names, r->role_ptrs, r->stacks,
-                  r->n_stacks, r->fault_stacks);
+                  r->n_stacks, r->fault_stacks, suppressed);
+    if (suppressed) {
+        atomic_store_explicit(&r->busy, 0, memory_order_release);
+        t_in_report = 0;
+        errno = saved;
+        return;
+    }
     uint64_t count = atomic_fetch_add(&g_count, 1) + 1;
     atomic_store_explicit(&r->busy, 0, memory_order_release);
     t_in_report = 0;

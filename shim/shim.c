@@ -15,6 +15,7 @@
 #include "modules.h"
 #include "out.h"
 #include "runtime_report.h"
+#include "suppress.h"
 #include "symbolizer.h"
 #include "symheap.h"
 #include "trace.h"
@@ -178,6 +179,7 @@ static void init_once(void)
         out_printf("%s\n", errs);
     if (g_opts.help)
         options_print_help(out_fd());
+    suppress_load(g_opts.suppressions);
 
     const char *under = NULL;
 #ifdef SHIM_HAVE_VALGRIND
@@ -273,6 +275,9 @@ __attribute__((destructor)) static void shim_destructor(void)
                    (unsigned long long)st.quarantine_blocks,
                    (unsigned long long)st.quarantine_bytes);
     }
+    if (g_opts.verbosity >= 1 && suppress_count())
+        out_printf("==%d==tlsan: exit: %lu finding%s suppressed\n", (int)getpid(), suppress_count(),
+                   suppress_count() == 1 ? "" : "s");
     trace_close(n);
     if (entered)
         shim_leave();

@@ -45,6 +45,9 @@
 /* Where the trace goes (trace_open). */
 enum { WHERE_NONE, WHERE_DIR, WHERE_FILE };
 
+/* FINDING's flags. */
+#define TRACE_FINDING_SUPPRESSED 1u
+
 enum {
     TAG_STRING = 1,
     TAG_MODULE = 2,
@@ -892,7 +895,7 @@ void trace_plan(const char *json, size_t json_bytes, uint32_t stack)
 
 void trace_finding(const char *kind, const char *message, const char *const *tensors,
                    size_t n_tensors, const char *const *roles, const uint32_t *stacks,
-                   size_t n_stacks, uint64_t fault_stacks)
+                   size_t n_stacks, uint64_t fault_stacks, bool suppressed)
 {
     LOCKED(EMIT(TAG_FINDING, {
                e_cstr(e, kind);
@@ -904,5 +907,6 @@ void trace_finding(const char *kind, const char *message, const char *const *ten
                    e_stack(e, stacks[i]);
                }
                e_u(e, fault_stacks);
+               e_u(e, suppressed ? TRACE_FINDING_SUPPRESSED : 0);
            }););
 }

@@ -339,13 +339,17 @@ static int check_unit(const check_args *args, input *in)
  * reported while it ran (replay lists them; they are not checked again). */
 static size_t describe_trace(const char *path, const trace_data *t)
 {
-    size_t n_findings = 0;
+    size_t n_findings = 0, n_suppressed = 0;
     char kinds[512] = "";
     size_t kinds_len = 0;
     for (size_t i = 0; i < trace_n_events(t); i++) {
         const trace_event *ev = trace_event_at(t, i);
         if (ev->tag != TRACE_FINDING)
             continue;
+        if (ev->suppressed) {
+            n_suppressed++;
+            continue;
+        }
         n_findings++;
         if (!strstr(kinds, ev->text) && kinds_len + strlen(ev->text) + 3 < sizeof kinds)
             kinds_len += (size_t)snprintf(kinds + kinds_len, sizeof kinds - kinds_len, "%s%s",
@@ -359,6 +363,9 @@ static size_t describe_trace(const char *path, const trace_data *t)
     if (n_findings)
         fprintf(stderr, "tlsan: replay: %s: the process reported %zu finding%s at run time (%s)\n",
                 path, n_findings, n_findings == 1 ? "" : "s", kinds);
+    if (n_suppressed)
+        fprintf(stderr, "tlsan: replay: %s: %zu finding%s suppressed at run time (not shown)\n",
+                path, n_suppressed, n_suppressed == 1 ? "" : "s");
     return n_findings;
 }
 

@@ -83,13 +83,16 @@ tlsan_status runtime_findings_read(const trace_data *t, bool symbolize, runtime_
         return TLSAN_ERR_NOMEM;
     snprintf(f->process, sizeof f->process, "pid %u", (unsigned)trace_pid(t));
     size_t n = 0;
-    for (size_t i = 0; i < trace_n_events(t); i++)
-        n += trace_event_at(t, i)->tag == TRACE_FINDING;
+    for (size_t i = 0; i < trace_n_events(t); i++) {
+        const trace_event *ev = trace_event_at(t, i);
+        n += ev->tag == TRACE_FINDING && !ev->suppressed;
+        f->n_suppressed += ev->tag == TRACE_FINDING && ev->suppressed;
+    }
     symbolizer *sym = symbolize && n ? symbolizer_create() : NULL;
     bool failed = (symbolize && n && !sym) || !(f->items = own(f, calloc(n + 1, sizeof *f->items)));
     for (size_t i = 0; !failed && i < trace_n_events(t); i++) {
         const trace_event *ev = trace_event_at(t, i);
-        if (ev->tag != TRACE_FINDING)
+        if (ev->tag != TRACE_FINDING || ev->suppressed)
             continue;
         runtime_finding *rf = &f->items[f->n++];
         const char **tensors = own(f, calloc(ev->n_reads + 1, sizeof *tensors));

@@ -394,6 +394,8 @@ static tlsan_status decode_record(decoder *d, unsigned tag, cursor *c)
         /* Added later in version 1: absent from older traces. */
         if (c->p < c->end)
             ev.fault_stacks = get_u(c);
+        if (c->p < c->end)
+            ev.suppressed = (get_u(c) & 1) != 0;
         break;
     }
     case TRACE_END:

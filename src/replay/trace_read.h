@@ -68,6 +68,7 @@ typedef struct trace_event {
     const uint64_t *role_stacks;
     size_t n_roles;
     uint64_t fault_stacks; /* FINDING: bit i, stack i starts at a faulting instruction */
+    bool suppressed;       /* FINDING: a suppression matched it (not reported, not counted) */
 } trace_event;
 
 typedef struct trace_data trace_data;

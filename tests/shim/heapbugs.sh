@@ -125,5 +125,42 @@ json=$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null)
 expect_eq "$(printf '%s\n' "$json" | jq -r '.findings[0].call_stacks[2].frames[0].line')" \
     "$(line_of "double-free: allocated")" "symbolize=0: replay symbolizes"
 
+# Suppressions: KIND:PATTERN against function, file or module names of the report's stacks.
+# A matching finding is not printed and not counted (the program still ends as natively: a
+# double free aborts); tlsan run and replay count it as suppressed; a bad line gets one line.
+# suppressed MODE RULES WANT_RC: runs MODE with those rules; sets err, summary.
+suppressed() {
+    printf '%s\n' "$2" >"$tmp/supp"
+    rm -f "$tmp/t.trace"
+    TLSAN_OPTIONS="suppressions=$tmp/supp" "$bin" run --trace "$tmp/t.trace" -- "$prog" "$1" \
+        >/dev/null 2>"$tmp/err"
+    rc=$?
+    out=""
+    err=$(cat "$tmp/err")
+    expect_rc "$3" "suppressed $1 ($2)"
+    expect_count "$err" "ERROR: tlsan:" 0 "suppressed $1 ($2): no report"
+    expect_in "$err" "1 suppressed;" "suppressed $1 ($2): tlsan run's summary"
+    expect_in "$("$bin" replay "$tmp/t.trace" 2>&1)" "1 finding suppressed at run time" \
+        "suppressed $1 ($2): replay"
+    expect_eq "$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null | jq '.findings | length')" 0 \
+        "suppressed $1 ($2): replay JSON"
+}
+suppressed double-free $'# by function\ndouble-free:double_*' 134
+suppressed overflow 'heap-buffer-overflow:prog_heapbugs.c' 0
+suppressed overflow '*:/*/tests/shim/prog_heapbugs.c' 0
+suppressed invalid-free '*:prog_heapbugs' 134
+# Another kind, or a name in no frame: reported.
+printf 'heap-buffer-overflow:double_free\nbad line\ndouble-free:nowhere*\n' >"$tmp/supp"
+rm -f "$tmp/t.trace"
+TLSAN_OPTIONS="suppressions=$tmp/supp" "$bin" run --trace "$tmp/t.trace" -- "$prog" double-free \
+    >/dev/null 2>"$tmp/err"
+err=$(cat "$tmp/err")
+expect_count "$err" "^==[0-9]+==ERROR: tlsan: double-free " 1 "unmatched rules: reported"
+expect_in "$err" "tlsan: suppressions $tmp/supp:2: no ':' between KIND and PATTERN (line ignored): bad line" \
+    "a bad suppressions line"
+TLSAN_OPTIONS="suppressions=$tmp/none" LD_PRELOAD="$shim" "$prog" overflow >/dev/null 2>"$tmp/err"
+expect_in "$(cat "$tmp/err")" "tlsan: suppressions $tmp/none: cannot open: No such file or directory (no suppressions)" \
+    "a missing suppressions file"
+
 echo "heapbugs.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
