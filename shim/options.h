@@ -21,6 +21,8 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
       "1: exit with `exitcode` at the first finding; native: die where glibc would; 0: never")     \
     X(INT, exitcode, 1, "exit status of a process that had findings")                              \
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
+    X(BOOL, log_json, 0,                                                                           \
+      "1: each report is one JSON line (kind, message, stacks) instead of text")                   \
     X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
     X(STR, trace_path, "",                                                                         \
       "trace file (a forked child, or a process finding it in use, writes FILE.PID)")              \

@@ -162,7 +162,7 @@ static void help(void **state)
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    assert_int_equal(lines, 18); /* a heading and the 17 options */
+    assert_int_equal(lines, 19); /* a heading and the 18 options */
     assert_non_null(strstr(text, "\n  halt_on_error=native     1: exit with `exitcode` at the "
                                  "first finding; native: die where glibc would; 0: never\n"));
     assert_non_null(strstr(text, "\n  quarantine_mb=8 "));
