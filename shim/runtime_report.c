@@ -152,7 +152,7 @@ static void json_cstr(struct outbuf *b, const char *s)
     json_str(b, s, s ? strlen(s) : 0);
 }
 
-/* The report as one JSON line (log_json=1), in the fields of tlsan replay --format json:
+/* The report as one JSON line (log_format=json), in the fields of tlsan replay --format json:
  * {"kind", "message", "pid", "tensors", "call_stacks": [{"role", "frames": [{"pc", "module",
  * "offset", "function", "function_offset", "file", "line", "inlined"}]}]}. */
 static void format_json(struct report *r, struct outbuf *b)
@@ -296,7 +296,7 @@ void report_end(struct report *r, const char *summary_fmt, ...)
     if (!r->frames)
         n_rows = 0;
     bool suppressed = suppress_match(r->kind, rows, r->n_frames, n_rows) >= 0;
-    if (!suppressed && shim_opts()->log_json) {
+    if (!suppressed && shim_opts()->log_format == SHIM_LOG_JSON) {
         /* The text is done with: its buffer holds the JSON line instead. */
         r->b.len = 0;
         format_json(r, &r->b);
