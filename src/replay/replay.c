@@ -38,6 +38,15 @@ typedef struct builder {
     size_t *stack_len;
     size_t n_stacks;
     uint64_t n_sync, n_host;
+    /* The order a real queue gives (docs/runtime.md "Order of queues"): work the host
+     * enqueues on a stream runs after what the host did before. The host's progress is
+     * recorded as event "host" on main, each stream op first waits for the latest one. */
+    uint64_t host_records;     /* records of event "host" added so far */
+    uint64_t *stream_waited;   /* by stream id: the host record it last waited for */
+    uint64_t n_streams_waited; /* entries of stream_waited */
+    uint64_t main_open;        /* op id of the main op begun and not ended, 0: none */
+    bool host_pending;         /* the host finished something since the last record */
+    bool saw_stream;           /* an op ran on a stream other than main */
     tenant *tenants;
     size_t n_tenants, cap_tenants;
     size_t *tenant_of; /* by string id: index of its current tenant, SIZE_MAX: none */
@@ -185,6 +194,44 @@ static tlsan_status map_names(builder *b, const uint64_t *ids, size_t n, const c
     return TLSAN_OK;
 }
 
+/* Records event "host" on main if the host finished something since the last record. */
+static tlsan_status flush_host(builder *b)
+{
+    if (!b->host_pending || b->main_open)
+        return TLSAN_OK;
+    b->host_pending = false;
+    char name[48];
+    snprintf(name, sizeof name, "host#%llu", (unsigned long long)++b->host_records);
+    tlsan_op_desc op = {.name = name, .event = "host", .sync = TLSAN_SYNC_RECORD};
+    return tlsan_plan_add_op(b->plan, &op, b->err);
+}
+
+/* Before an op on `stream`: it was enqueued after everything the host has finished. */
+static tlsan_status enqueue_after_host(builder *b, uint64_t stream, const char *stream_name)
+{
+    tlsan_status st = flush_host(b);
+    if (st != TLSAN_OK || b->host_records == 0)
+        return st;
+    if (stream >= b->n_streams_waited) {
+        uint64_t n = stream * 2 + 8;
+        uint64_t *w = realloc(b->stream_waited, n * sizeof *w);
+        if (!w)
+            return error_nomem(b->err);
+        memset(w + b->n_streams_waited, 0, (n - b->n_streams_waited) * sizeof *w);
+        b->stream_waited = w;
+        b->n_streams_waited = n;
+    }
+    if (b->stream_waited[stream] == b->host_records)
+        return TLSAN_OK;
+    b->stream_waited[stream] = b->host_records;
+    char name[96];
+    snprintf(name, sizeof name, "enqueue on %s after host#%llu", stream_name,
+             (unsigned long long)b->host_records);
+    tlsan_op_desc op = {
+        .name = name, .event = "host", .sync = TLSAN_SYNC_WAIT, .stream = stream_name};
+    return tlsan_plan_add_op(b->plan, &op, b->err);
+}
+
 static tlsan_status add_op(builder *b, const trace_event *ev)
 {
     const char *name = names_next(b, &b->ops, ev->name);
@@ -218,11 +265,19 @@ static tlsan_status add_op(builder *b, const trace_event *ev)
     op.inplace = inplace;
     op.n_inplace = k;
     char stream[32];
+    tlsan_status st = TLSAN_OK;
     if (ev->a != 0) {
         snprintf(stream, sizeof stream, "s%llu", (unsigned long long)ev->a);
         op.stream = stream;
+        b->saw_stream = true;
+        st = enqueue_after_host(b, ev->a, stream);
+    } else {
+        if (b->saw_stream)
+            st = flush_host(b);
+        b->main_open = ev->id ? ev->id : UINT64_MAX;
     }
-    tlsan_status st = get_stack(b, ev->stack, &op.stack, &op.n_stack);
+    if (st == TLSAN_OK)
+        st = get_stack(b, ev->stack, &op.stack, &op.n_stack);
     if (st == TLSAN_OK)
         st = tlsan_plan_add_op(b->plan, &op, b->err);
     free(buf);
@@ -275,9 +330,12 @@ static tlsan_status add_host_op(builder *b, const char *what, const char *tensor
         op.reads = tensor_names;
         op.n_reads = 1;
     }
-    tlsan_status st = get_stack(b, stack, &op.stack, &op.n_stack);
+    tlsan_status st = b->saw_stream ? flush_host(b) : TLSAN_OK;
+    if (st == TLSAN_OK)
+        st = get_stack(b, stack, &op.stack, &op.n_stack);
     if (st == TLSAN_OK)
         st = tlsan_plan_add_op(b->plan, &op, b->err);
+    b->host_pending = true;
     free(name);
     return st;
 }
@@ -411,6 +469,12 @@ static tlsan_status add_event(builder *b, const trace_event *ev)
         return st;
     case TRACE_OP:
         return add_op(b, ev);
+    case TRACE_OP_END:
+        if (b->main_open && (ev->id == b->main_open || b->main_open == UINT64_MAX)) {
+            b->main_open = 0;
+            b->host_pending = true;
+        }
+        return TLSAN_OK;
     case TRACE_RECORD:
     case TRACE_WAIT:
     case TRACE_SYNC:
@@ -476,6 +540,7 @@ done:
     }
     free(b.tenants);
     free(b.tenant_of);
+    free(b.stream_waited);
     if (b.arena_names)
         for (size_t i = 0; i <= n_arenas; i++)
             free(b.arena_names[i]);

@@ -223,6 +223,88 @@ static void test_unbound_name_warned(void **state)
     tg_free(&g);
 }
 
+/* An engine of real queues, run `runs` times in one arena: the host fills x once (main), then
+ * per run binds y, enqueues k1 on stream 1 (reads x, writes y), waits for k1's event and reads
+ * y in its host op "post". The next run's y (y#2, ...) takes y's bytes: k1 of that run is
+ * enqueued after "post" ended, so a real queue runs it after "post" and nothing is unordered.
+ * The bug QUEUE_POST_LATE: the host enqueues the next run's k1 while "post" still reads y. */
+enum queue_bug { QUEUE_CORRECT, QUEUE_POST_LATE };
+
+static tlsan_report *check_queue_engine(int runs, enum queue_bug bug)
+{
+    tracegen g = {0};
+    tg_header(&g, 11);
+    const char *strings[] = {"a0", "x", "y", "fill", "k1", "post"};
+    for (unsigned i = 0; i < 6; i++)
+        tg_rec(&g, 1, "us", U(i + 1), strings[i]);
+    tg_rec(&g, 4, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
+    tg_rec(&g, 6, "uuuuuuu", U(2), U(1), U(0), U(64), U(0), U(0), U(1)); /* x */
+    uint64_t id = 1;
+    tg_rec(&g, 9, "uuuuuuuuu", U(id), U(4), U(0), U(0), U(1), U(2), U(0), U(0), U(1)); /* fill */
+    tg_rec(&g, 10, "u", U(id++));
+    uint64_t post_open = 0;
+    for (int run = 0; run < runs; run++) {
+        tg_rec(&g, 6, "uuuuuuu", U(3), U(1), U(64), U(64), U(0), U(0), U(1)); /* y */
+        uint64_t k1 = id++;
+        tg_rec(&g, 9, "uuuuuuuuuu", U(k1), U(5), U(1), U(1), U(2), U(1), U(3), U(0), U(0), U(2));
+        if (post_open) /* QUEUE_POST_LATE: the previous post ends only now */
+            tg_rec(&g, 10, "u", U(post_open));
+        tg_rec(&g, 10, "u", U(k1));
+        tg_rec(&g, 11, "uuu", U(1), U(1), U(0)); /* record e1 on s1 */
+        tg_rec(&g, 12, "uuu", U(1), U(0), U(0)); /* wait e1 on main */
+        uint64_t post = id++;
+        tg_rec(&g, 9, "uuuuuuuuu", U(post), U(6), U(0), U(1), U(3), U(0), U(0), U(0), U(1));
+        post_open = post;
+        if (bug != QUEUE_POST_LATE || run == runs - 1) {
+            tg_rec(&g, 10, "u", U(post));
+            post_open = 0;
+        }
+        tg_rec(&g, 8, "uuu", U(3), U(0), U(0)); /* release y */
+    }
+    tg_rec(&g, 5, "uu", U(1), U(0));
+    tg_rec(&g, 16, "u", U(0));
+    trace_data *t = NULL;
+    tlsan_error err = {0};
+    assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);
+    tlsan_plan *plan = NULL;
+    assert_int_equal(replay_build(t, NULL, false, NULL, &plan, &err), TLSAN_OK);
+    tlsan_report *report = NULL;
+    assert_int_equal(tlsan_check(plan, NULL, &report), TLSAN_OK);
+    if (getenv("TLSAN_TEST_DEBUG")) {
+        tlsan_plan_write(plan, stderr, true);
+        tlsan_report_write(report, TLSAN_FORMAT_TEXT, NULL, stderr);
+    }
+    tlsan_plan_free(plan);
+    trace_data_free(t);
+    tg_free(&g);
+    return report;
+}
+
+static void test_queue_order(void **state)
+{
+    (void)state;
+    /* 4,950 unordered-reuse findings (every pair of y's tenants) without the queue order. */
+    tlsan_report *report = check_queue_engine(100, QUEUE_CORRECT);
+    assert_int_equal(tlsan_report_count(report), 0);
+    tlsan_report_free(report);
+}
+
+static void test_queue_bugs_found(void **state)
+{
+    (void)state;
+    tlsan_report *report = check_queue_engine(3, QUEUE_POST_LATE);
+    assert_int_equal(tlsan_report_count(report), 2);
+    const char *pairs[2][2] = {{"y", "y#2"}, {"y#2", "y#3"}};
+    for (size_t i = 0; i < 2; i++) {
+        const tlsan_finding *f = tlsan_report_finding(report, i);
+        assert_int_equal(f->kind, TLSAN_KIND_UNORDERED_REUSE);
+        assert_int_equal(f->n_tensors, 2);
+        assert_string_equal(f->tensors[0], pairs[i][0]);
+        assert_string_equal(f->tensors[1], pairs[i][1]);
+    }
+    tlsan_report_free(report);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_unbound_name_warned),
         cmocka_unit_test(test_outputs_end_at_release),
         cmocka_unit_test(test_odd_annotations),
+        cmocka_unit_test(test_queue_order),
+        cmocka_unit_test(test_queue_bugs_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
