@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL };
+/* log_format: reports as text (the AddressSanitizer layout) or one JSON line each. */
+enum shim_log_format { SHIM_LOG_TEXT, SHIM_LOG_JSON };
 /* halt_on_error: 0 never (every finding is reported and the program goes on), 1 at the first
  * finding (exit with `exitcode`), native (the default) where the program would have died
  * without the shim: a heap error that glibc aborts on (double or invalid free, a write over
@@ -15,12 +17,15 @@ enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL 
 enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
 
 /* X(type, name, default, help). Types: BOOL (0/1, also true/false), INT (decimal), SIZE
- * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native). */
+ * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native),
+ * LOGFMT (text|json). */
 #define SHIM_OPTIONS(X)                                                                            \
     X(HALT, halt_on_error, SHIM_HALT_NATIVE,                                                       \
       "1: exit with `exitcode` at the first finding; native: die where glibc would; 0: never")     \
     X(INT, exitcode, 1, "exit status of a process that had findings")                              \
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
+    X(LOGFMT, log_format, SHIM_LOG_TEXT,                                                           \
+      "text, or json: each report one JSON line (kind, message, stacks)")                          \
     X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
     X(STR, trace_path, "",                                                                         \
       "trace file (a forked child, or a process finding it in use, writes FILE.PID)")              \
@@ -46,6 +51,7 @@ struct shim_options {
 #define SHIM_OPT_DECL_STR(n)      char n[256]
 #define SHIM_OPT_DECL_CHECKSUM(n) enum shim_checksum n
 #define SHIM_OPT_DECL_HALT(n)     enum shim_halt n
+#define SHIM_OPT_DECL_LOGFMT(n)   enum shim_log_format n
 #define X(type, name, def, help)  SHIM_OPT_DECL_##type(name);
     SHIM_OPTIONS(X)
 #undef X

@@ -131,6 +131,74 @@ void report_line(struct report *r, const char *fmt, ...)
     out_appendf(&r->b, "\n");
 }
 
+/* A JSON string (quotes, escapes; bytes >= 0x80 kept as they are: names are UTF-8). */
+static void json_str(struct outbuf *b, const char *s, size_t n)
+{
+    out_appendf(b, "\"");
+    for (size_t i = 0; s && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            out_appendf(b, "\\%c", c);
+        else if (c < 0x20)
+            out_appendf(b, "\\u%04x", c);
+        else
+            out_appendf(b, "%c", c);
+    }
+    out_appendf(b, "\"");
+}
+
+static void json_cstr(struct outbuf *b, const char *s)
+{
+    json_str(b, s, s ? strlen(s) : 0);
+}
+
+/* The report as one JSON line (log_format=json), in the fields of tlsan replay --format json:
+ * {"kind", "message", "pid", "tensors", "call_stacks": [{"role", "frames": [{"pc", "module",
+ * "offset", "function", "function_offset", "file", "line", "inlined"}]}]}. */
+static void format_json(struct report *r, struct outbuf *b)
+{
+    out_appendf(b, "{\"kind\":");
+    json_cstr(b, r->kind);
+    out_appendf(b, ",\"message\":");
+    json_cstr(b, r->message);
+    out_appendf(b, ",\"pid\":%d,\"tensors\":[", (int)getpid());
+    for (size_t i = 0; i < r->n_names; i++) {
+        out_appendf(b, i ? "," : "");
+        json_cstr(b, r->names[i]);
+    }
+    out_appendf(b, "],\"call_stacks\":[");
+    size_t n_rows = r->n_stacks < REPORT_MAX_STACKS ? r->n_stacks : REPORT_MAX_STACKS;
+    for (size_t s = 0; s < n_rows; s++) {
+        out_appendf(b, "%s{\"role\":", s ? "," : "");
+        json_cstr(b, r->roles[s]);
+        out_appendf(b, ",\"frames\":[");
+        for (size_t k = 0; r->frames && k < r->n_frames[s]; k++) {
+            const struct shim_frame *f = &r->frames[s][k];
+            out_appendf(b, "%s{\"pc\":%llu", k ? "," : "", (unsigned long long)f->pc);
+            if (f->module) {
+                out_appendf(b, ",\"module\":");
+                json_cstr(b, f->module);
+                out_appendf(b, ",\"offset\":%llu", (unsigned long long)f->module_offset);
+            }
+            if (f->sym.function) {
+                out_appendf(b, ",\"function\":");
+                json_str(b, f->sym.function, symbol_name_length(f->sym.function));
+                if (!f->sym.inlined)
+                    out_appendf(b, ",\"function_offset\":%llu",
+                                (unsigned long long)f->sym.function_offset_bytes);
+            }
+            if (f->sym.file && f->sym.line > 0) {
+                out_appendf(b, ",\"file\":");
+                json_cstr(b, f->sym.file);
+                out_appendf(b, ",\"line\":%d", f->sym.line);
+            }
+            out_appendf(b, ",\"inlined\":%s}", f->sym.inlined ? "true" : "false");
+        }
+        out_appendf(b, "]}");
+    }
+    out_appendf(b, "]}\n");
+}
+
 /* "    #i 0xPC in FUNCTION+0xOFF at FILE:LINE (MODULE+0xOFF)", the parts not known left out; an
  * inlined function's frame has no offset and says "inlined". */
 static void format_frame(struct outbuf *b, unsigned i, const struct shim_frame *f)
@@ -228,6 +296,19 @@ void report_end(struct report *r, const char *summary_fmt, ...)
     if (!r->frames)
         n_rows = 0;
     bool suppressed = suppress_match(r->kind, rows, r->n_frames, n_rows) >= 0;
+    if (!suppressed && shim_opts()->log_format == SHIM_LOG_JSON) {
+        /* The text is done with: its buffer holds the JSON line instead. */
+        r->b.len = 0;
+        format_json(r, &r->b);
+        if (r->b.len + 1 >= r->b.cap) { /* cut short: still one line, marked */
+            r->b.len = 0;
+            out_appendf(&r->b, "{\"kind\":");
+            json_cstr(&r->b, r->kind);
+            out_appendf(&r->b, ",\"message\":");
+            json_cstr(&r->b, r->message);
+            out_appendf(&r->b, ",\"pid\":%d,\"truncated\":true}\n", (int)getpid());
+        }
+    }
     if (!suppressed) {
         out_lock();
         out_write(r->b.data, r->b.len);

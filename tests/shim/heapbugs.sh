@@ -125,6 +125,23 @@ json=$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null)
 expect_eq "$(printf '%s\n' "$json" | jq -r '.findings[0].call_stacks[2].frames[0].line')" \
     "$(line_of "double-free: allocated")" "symbolize=0: replay symbolizes"
 
+# log_format=json: each live report is one JSON line, with the frames replay's JSON has.
+rm -f "$tmp/t.trace"
+TLSAN_OPTIONS=log_format=json "$bin" run --trace "$tmp/t.trace" -- "$prog" aligned >/dev/null 2>"$tmp/err"
+grep -E '^\{' "$tmp/err" >"$tmp/lines"
+expect_eq "$(wc -l <"$tmp/lines" | tr -d ' ')" 5 "log_format=json: five lines"
+expect_eq "$(jq -r '.kind' "$tmp/lines" | sort -u)" heap-buffer-overflow "log_format=json: the kind"
+expect_eq "$(grep -c 'ERROR: tlsan' "$tmp/err")" 0 "log_format=json: no text report"
+want=""
+for fn in posix_memalign aligned_alloc memalign valloc pvalloc; do
+    want="$want${want:+ }aligned:$(line_of "aligned: $fn")"
+done
+expect_eq "$(jq -r '.call_stacks[] | select(.role == "allocated here") | .frames[0] | "\(.function):\(.line)"' "$tmp/lines" | tr '\n' ' ' | sed 's/ $//')" \
+    "$want" "log_format=json: allocated at each call"
+expect_eq "$(jq -c '[.call_stacks[] | {role, frames: [.frames[] | {function, file, line, inlined}]}]' "$tmp/lines")" \
+    "$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null | jq -c '.findings[] | [.call_stacks[] | {role, frames: [.frames[] | {function, file, line, inlined}]}]')" \
+    "log_format=json: the same stacks as replay's JSON"
+
 # Suppressions: KIND:PATTERN against function, file or module names of the report's stacks.
 # A matching finding is not printed and not counted (the program still ends as natively: a
 # double free aborts); tlsan run and replay count it as suppressed; a bad line gets one line.
