@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum opt_type { T_BOOL, T_INT, T_SIZE, T_STR, T_CHECKSUM, T_HALT };
+enum opt_type { T_BOOL, T_INT, T_SIZE, T_STR, T_CHECKSUM, T_HALT, T_LOGFMT };
 
 struct opt_desc {
     const char *name;
@@ -43,6 +43,7 @@ void options_defaults(struct shim_options *o)
 #define DEF_SIZE(f, d)           (f) = (d)
 #define DEF_CHECKSUM(f, d)       (f) = (d)
 #define DEF_HALT(f, d)           (f) = (d)
+#define DEF_LOGFMT(f, d)         (f) = (d)
 #define DEF_STR(f, d)            str_copy((f), sizeof(f), (d))
 #define X(type, name, def, help) DEF_##type(o->name, def);
     SHIM_OPTIONS(X)
@@ -132,6 +133,14 @@ static const char *set_value(struct shim_options *o, const struct opt_desc *d, c
             *(enum shim_halt *)field = SHIM_HALT_NATIVE;
         else
             return "0, 1 or native";
+        return NULL;
+    case T_LOGFMT:
+        if (text_is(v, n, "text"))
+            *(enum shim_log_format *)field = SHIM_LOG_TEXT;
+        else if (text_is(v, n, "json"))
+            *(enum shim_log_format *)field = SHIM_LOG_JSON;
+        else
+            return "text or json";
         return NULL;
     }
     return "a value";
@@ -241,6 +250,10 @@ static void append_value(struct outbuf *b, const struct shim_options *o, const s
         out_appendf(b, "%s", h == SHIM_HALT_NEVER ? "0" : h == SHIM_HALT_ALWAYS ? "1" : "native");
         break;
     }
+    case T_LOGFMT:
+        out_appendf(b, "%s",
+                    *(const enum shim_log_format *)field == SHIM_LOG_JSON ? "json" : "text");
+        break;
     }
 }
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL };
+/* log_format: reports as text (the AddressSanitizer layout) or one JSON line each. */
+enum shim_log_format { SHIM_LOG_TEXT, SHIM_LOG_JSON };
 /* halt_on_error: 0 never (every finding is reported and the program goes on), 1 at the first
  * finding (exit with `exitcode`), native (the default) where the program would have died
  * without the shim: a heap error that glibc aborts on (double or invalid free, a write over
@@ -15,12 +17,15 @@ enum shim_checksum { SHIM_CHECKSUM_OFF, SHIM_CHECKSUM_SHARED, SHIM_CHECKSUM_ALL 
 enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
 
 /* X(type, name, default, help). Types: BOOL (0/1, also true/false), INT (decimal), SIZE
- * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native). */
+ * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native),
+ * LOGFMT (text|json). */
 #define SHIM_OPTIONS(X)                                                                            \
     X(HALT, halt_on_error, SHIM_HALT_NATIVE,                                                       \
       "1: exit with `exitcode` at the first finding; native: die where glibc would; 0: never")     \
     X(INT, exitcode, 1, "exit status of a process that had findings")                              \
     X(STR, log_path, "", "write reports to PATH.PID instead of stderr")                            \
+    X(LOGFMT, log_format, SHIM_LOG_TEXT,                                                           \
+      "text, or json: each report one JSON line (kind, message, stacks)")                          \
     X(INT, trace, -1, "1: record a trace; 0: never; -1: only with trace_path or trace_dir")        \
     X(STR, trace_path, "",                                                                         \
       "trace file (a forked child, or a process finding it in use, writes FILE.PID)")              \
@@ -31,7 +36,10 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
     X(SIZE, redzone, 16, "bytes of redzone after each heap block, 16 before it (0: none)")         \
     X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
+    X(BOOL, symbolize, 1,                                                                          \
+      "function, file:line and inlined frames in reports (libdw, loaded at the first report)")     \
     X(INT, verbosity, 0, "0: reports only; 1: start/exit lines; 2: more")                          \
+    X(STR, suppressions, "", "file of KIND:PATTERN lines; a finding they match is not reported")   \
     X(BOOL, help, 0, "print this list and continue")                                               \
     X(STR, inject, "", "ggml: self-test fault to plant: move@NODE or move@NODE@VICTIM")            \
     X(STR, ggml_plan_path, "", "ggml: write each graph checked as a plan to PATH.PID.N.json")
@@ -43,6 +51,7 @@ struct shim_options {
 #define SHIM_OPT_DECL_STR(n)      char n[256]
 #define SHIM_OPT_DECL_CHECKSUM(n) enum shim_checksum n
 #define SHIM_OPT_DECL_HALT(n)     enum shim_halt n
+#define SHIM_OPT_DECL_LOGFMT(n)   enum shim_log_format n
 #define X(type, name, def, help)  SHIM_OPT_DECL_##type(name);
     SHIM_OPTIONS(X)
 #undef X

@@ -56,6 +56,9 @@ void report_line(struct report *r, const char *fmt, ...) __attribute__((format(p
 /* "TITLE:" then the stack's frames; "(no stack)" for id 0. Also recorded with the finding
  * in the trace under this role. */
 void report_stack(struct report *r, const char *title, uint32_t stack_id);
+/* The same for the stack of a faulting access (captured in the SIGSEGV handler), whose frame 0
+ * is the faulting instruction itself rather than a return address. */
+void report_fault_stack(struct report *r, const char *title, uint32_t stack_id);
 /* Names a tensor involved (recorded in the trace's FINDING). */
 void report_tensor(struct report *r, const char *name);
 /* Writes the report ending with "SUMMARY: tlsan: KIND " + formatted text, records and

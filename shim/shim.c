@@ -15,6 +15,9 @@
 #include "modules.h"
 #include "out.h"
 #include "runtime_report.h"
+#include "suppress.h"
+#include "symbolizer.h"
+#include "symheap.h"
 #include "trace.h"
 #include "unwind.h"
 #include "tlsan/tlsan.h"
@@ -105,10 +108,13 @@ static const char *sanitizer_present(void)
 
 /* Every lock, so no copy in the child is held by a thread that does not exist there. The
  * order is the nesting order: the quarantine lock is the only one held while taking others
- * (heap_verify_quarantine reports under it: shard, modules and output locks). */
+ * (heap_verify_quarantine reports under it: shard, symbolizer, symbolizer's heap, modules
+ * and output locks). */
 static void fork_prepare(void)
 {
     heap_lock_all();
+    symbolizer_lock();
+    symheap_lock();
     modules_lock();
     depot_lock();
     out_lock();
@@ -119,6 +125,8 @@ static void fork_parent(void)
     out_unlock();
     depot_unlock();
     modules_unlock();
+    symheap_unlock();
+    symbolizer_unlock();
     heap_unlock_all();
 }
 
@@ -131,6 +139,8 @@ static void fork_child(void)
     heap_reinit_locks();
     depot_reinit_lock();
     modules_reinit_lock();
+    symheap_reinit_lock();
+    symbolizer_reinit_in_child();
     out_reinit_lock();
     report_reinit_in_child();
     t_tid = 0;
@@ -169,6 +179,7 @@ static void init_once(void)
         out_printf("%s\n", errs);
     if (g_opts.help)
         options_print_help(out_fd());
+    suppress_load(g_opts.suppressions);
 
     const char *under = NULL;
 #ifdef SHIM_HAVE_VALGRIND
@@ -264,6 +275,9 @@ __attribute__((destructor)) static void shim_destructor(void)
                    (unsigned long long)st.quarantine_blocks,
                    (unsigned long long)st.quarantine_bytes);
     }
+    if (g_opts.verbosity >= 1 && suppress_count())
+        out_printf("==%d==tlsan: exit: %lu finding%s suppressed\n", (int)getpid(), suppress_count(),
+                   suppress_count() == 1 ? "" : "s");
     trace_close(n);
     if (entered)
         shim_leave();

@@ -876,7 +876,7 @@ void trace_plan(const char *json, size_t json_bytes, uint32_t stack)
 
 void trace_finding(const char *kind, const char *message, const char *const *tensors,
                    size_t n_tensors, const char *const *roles, const uint32_t *stacks,
-                   size_t n_stacks)
+                   size_t n_stacks, uint64_t fault_stacks, bool suppressed)
 {
     LOCKED(EMIT(TRACE_FINDING, {
                e_cstr(e, kind);
@@ -887,5 +887,7 @@ void trace_finding(const char *kind, const char *message, const char *const *ten
                    e_cstr(e, roles ? roles[i] : "");
                    e_stack(e, stacks[i]);
                }
+               e_u(e, fault_stacks);
+               e_u(e, suppressed ? TRACE_FINDING_SUPPRESSED : 0);
            }););
 }

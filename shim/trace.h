@@ -50,9 +50,11 @@ void trace_record(int event, int stream, uint32_t stack);
 void trace_wait(int stream, int event, uint32_t stack);
 void trace_sync(uint32_t stack);
 void trace_plan(const char *json, size_t json_bytes, uint32_t stack);
-/* A finding: kind, message, tensor names, and (role, stack) pairs. */
+/* A finding: kind, message, tensor names, (role, stack) pairs, which stacks start at a
+ * faulting instruction rather than a return address (bit i for stack i), and whether a
+ * suppression matched it (not printed, not counted). */
 void trace_finding(const char *kind, const char *message, const char *const *tensors,
                    size_t n_tensors, const char *const *roles, const uint32_t *stacks,
-                   size_t n_stacks);
+                   size_t n_stacks, uint64_t fault_stacks, bool suppressed);
 
 #endif

@@ -769,7 +769,7 @@ static bool guard_fault(uintptr_t addr, int is_write)
                     : is_write   ? "a write"
                                  : "a read");
         report_line(r, "  (natively glibc would have unmapped a freed block this large)");
-        report_stack(r, is_write > 0 ? "written here" : "accessed here", here);
+        report_fault_stack(r, is_write > 0 ? "written here" : "accessed here", here);
         report_stack(r, "freed here", e.free_stack);
         report_stack(r, "allocated here", e.alloc_stack);
         report_end(r, "at offset %zu of a %zu-byte block", off, e.size);

@@ -13,6 +13,9 @@
  *         initialisation: the block is still tracked, so freeing it later from outside is
  *         not an invalid free, but it gets no redzone, no stack and no fill;
  *   full  tracked with its allocation stack and redzone; frees are checked and quarantined.
+ * Before any of them: inside a symbolizer section (symheap.h: libdw, while a report is
+ * symbolized) every allocation comes from the symbolizer's own heap, and a block of that heap
+ * goes back to it, whoever frees it.
  * The real functions come from dlsym(RTLD_NEXT); dlsym itself may allocate before they are
  * known, which is served from a static bootstrap buffer (never freed; its blocks carry a
  * size word so realloc and malloc_usable_size work on them). The buffer also serves a
@@ -28,6 +31,7 @@
 #include "heap/heap.h"
 #include "lock.h"
 #include "shim.h"
+#include "symheap.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -279,6 +283,8 @@ static inline void *done(void *p, int saved)
 
 EXPORT void *malloc(size_t n)
 {
+    if (UNLIKELY(symheap_t_active))
+        return symheap_alloc(n, 16);
     if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
         if (t_resolving)
             return boot_alloc(n, 16);
@@ -303,6 +309,10 @@ EXPORT void free(void *p)
 {
     if (!p || UNLIKELY(is_boot(p)))
         return;
+    if (UNLIKELY(symheap_owns(p))) {
+        symheap_free(p);
+        return;
+    }
     resolve();
     switch (path()) {
     case P_PASS:
@@ -347,6 +357,8 @@ EXPORT void *calloc(size_t count, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    if (UNLIKELY(symheap_t_active))
+        return symheap_calloc(count, size);
     if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
         if (t_resolving)
             return boot_alloc(n, 16);
@@ -409,8 +421,30 @@ static void *realloc_deferred(void *p, size_t n)
     return q;
 }
 
+/* realloc of a block of the symbolizer's heap, or inside a symbolizer section of a new
+ * block: there, the symbolizer's heap; outside (the loader growing what dlopen allocated), a
+ * block of the program's heap takes over. */
+static void *realloc_symheap(void *p, size_t n)
+{
+    if (p && n == 0) {
+        symheap_free(p);
+        return NULL;
+    }
+    if (symheap_t_active)
+        return symheap_realloc(p, n);
+    void *q = malloc(n);
+    if (q) {
+        size_t old = symheap_size(p);
+        memcpy(q, p, old < n ? old : n);
+        symheap_free(p);
+    }
+    return q;
+}
+
 EXPORT void *realloc(void *p, size_t n)
 {
+    if (UNLIKELY(symheap_owns(p) || (!p && symheap_t_active)))
+        return realloc_symheap(p, n);
     if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
         if (t_resolving) {
             void *q = boot_alloc(n, 16);
@@ -538,6 +572,11 @@ static void *boot_aligned(size_t align, size_t n)
 __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t align, size_t n,
                                                     uint32_t (*capture)(void))
 {
+    if (UNLIKELY(symheap_t_active)) {
+        while (align & (align - 1))
+            align &= align - 1, align <<= 1;
+        return symheap_alloc(n, align);
+    }
     if (UNLIKELY(!atomic_load_explicit(&g_resolved, memory_order_relaxed))) {
         if (t_resolving)
             return boot_aligned(align, n);
@@ -578,12 +617,13 @@ __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t ali
     return done(p, saved);
 }
 
-/* Frame 0 of the stack is the program's call: skip this function, aligned_hook and the
- * exported function. Both helpers are noinline and the exported functions call aligned_hook
- * through NO_TAIL (a tail call would drop their frame and make the skip one too many). */
+/* Frame 0 of the stack is the program's call: depot_capture drops every frame inside
+ * libtlsan.so (this function, aligned_hook, the exported function) by address. No count of
+ * frames to skip: the compiler made this call a tail call, and the count of 3 it was then
+ * dropped the program's own frame (an aligned block's stack started inside libc). */
 __attribute__((noinline)) static uint32_t capture_aligned(void)
 {
-    return depot_capture(3);
+    return depot_capture(0);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -642,6 +682,8 @@ EXPORT size_t malloc_usable_size(void *p)
         return 0;
     if (is_boot(p))
         return boot_size(p);
+    if (symheap_owns(p))
+        return symheap_size(p);
     resolve();
     enum shim_state st = shim_state();
     if (st == SHIM_UNINIT) {

@@ -1,4 +1,5 @@
 /* cache: plan caches, canonical keys and the cache-key-collision check. */
+#include "core/json_error.h"
 #include "core/strtab.h"
 #include "check/cache.h"
 #include "check/plan.h"
@@ -547,14 +548,9 @@ tlsan_status tlsan_cache_add(tlsan_cache *c, tlsan_plan *plan, const char *key_j
     if (ys == yajl_status_ok)
         ys = yajl_complete_parse(h);
     if (ys != yajl_status_ok) {
-        unsigned char *msg = yajl_get_error(h, 0, NULL, 0);
-        char what[512];
-        snprintf(what, sizeof what, "the key is not valid JSON: %s", msg ? (char *)msg : "");
-        size_t n = strlen(what);
-        while (n > 0 && (what[n - 1] == '\n' || what[n - 1] == ' '))
-            what[--n] = '\0';
-        if (msg)
-            yajl_free_error(h, msg);
+        char syntax[200], what[512];
+        json_syntax_message(h, syntax, sizeof syntax);
+        snprintf(what, sizeof what, "the key is not valid JSON: %s", syntax);
         if (ys == yajl_status_client_canceled)
             snprintf(what, sizeof what, "the key repeats a member name, or memory ran out");
         st = key_error(err, TLSAN_ERR_INVALID, what);

@@ -15,6 +15,7 @@
  * a valid plan, bad usage or an output that cannot be written; with several inputs, the
  * highest status of any. */
 #include "replay/replay.h"
+#include "replay/runtime_findings.h"
 #include "report/report.h"
 #include "cli/run.h"
 #include "replay/trace_dir.h"
@@ -278,12 +279,14 @@ typedef struct input {
     tlsan_plan *plan;
     tlsan_cache *cache;
     tlsan_report *report;
+    runtime_findings *runtime; /* a trace's run: what the process reported while it ran */
     tlsan_error err;
 } input;
 
 static void input_free(input *in)
 {
     tlsan_report_free(in->report);
+    runtime_findings_free(in->runtime);
     tlsan_plan_free(in->plan);
     tlsan_cache_free(in->cache);
     free(in->label);
@@ -327,20 +330,26 @@ static int check_unit(const check_args *args, input *in)
         in->report = NULL;
         return EXIT_INVALID;
     }
-    return tlsan_report_count(in->report) ? EXIT_FINDINGS : EXIT_CLEAN;
+    if (in->runtime)
+        report_set_runtime(in->report, in->runtime->items, in->runtime->n, in->runtime->process);
+    return report_total_count(in->report) ? EXIT_FINDINGS : EXIT_CLEAN;
 }
 
 /* Prints what a trace says about its own run: truncation, and the findings the process
  * reported while it ran (replay lists them; they are not checked again). */
 static size_t describe_trace(const char *path, const trace_data *t)
 {
-    size_t n_findings = 0;
+    size_t n_findings = 0, n_suppressed = 0;
     char kinds[512] = "";
     size_t kinds_len = 0;
     for (size_t i = 0; i < trace_n_events(t); i++) {
         const trace_event *ev = trace_event_at(t, i);
         if (ev->tag != TRACE_FINDING)
             continue;
+        if (ev->suppressed) {
+            n_suppressed++;
+            continue;
+        }
         n_findings++;
         if (!strstr(kinds, ev->text) && kinds_len + strlen(ev->text) + 3 < sizeof kinds)
             kinds_len += (size_t)snprintf(kinds + kinds_len, sizeof kinds - kinds_len, "%s%s",
@@ -354,6 +363,9 @@ static size_t describe_trace(const char *path, const trace_data *t)
     if (n_findings)
         fprintf(stderr, "tlsan: replay: %s: the process reported %zu finding%s at run time (%s)\n",
                 path, n_findings, n_findings == 1 ? "" : "s", kinds);
+    if (n_suppressed)
+        fprintf(stderr, "tlsan: replay: %s: %zu finding%s suppressed at run time (not shown)\n",
+                path, n_suppressed, n_suppressed == 1 ? "" : "s");
     return n_findings;
 }
 
@@ -383,6 +395,10 @@ static int load_trace(const check_args *args, const char *path, input_list *unit
     st = replay_build(t, name, args->symbolize, stderr, &in->plan, &in->err);
     if (st != TLSAN_OK) {
         print_input_error(path, st, &in->err, 0);
+        status = EXIT_INVALID;
+    }
+    if (runtime_findings_read(t, args->symbolize, &in->runtime) != TLSAN_OK) {
+        fprintf(stderr, "tlsan: error: out of memory\n");
         status = EXIT_INVALID;
     }
     size_t k = 0;

@@ -126,6 +126,7 @@ typedef struct tally {
     long counts[32];
     size_t n_kinds;
     long total;
+    long suppressed; /* FINDING records a suppression matched: not in total */
     size_t n_traces, n_truncated;
 } tally;
 
@@ -147,6 +148,10 @@ static bool tally_trace(tally *ty, const char *path)
         const trace_event *ev = trace_event_at(t, i);
         if (ev->tag != TRACE_FINDING)
             continue;
+        if (ev->suppressed) {
+            ty->suppressed++;
+            continue;
+        }
         ty->total++;
         size_t k = 0;
         while (k < ty->n_kinds && strcmp(ty->kinds[k], ev->text) != 0)
@@ -330,10 +335,13 @@ static int summarize(const run_trace *rt, int status, int exitcode)
     else
         snprintf(where, sizeof where, "%zu trace%s in %s", ty.n_traces, ty.n_traces == 1 ? "" : "s",
                  rt->path);
-    char truncated[96] = "";
+    char truncated[160] = "";
     if (ty.n_truncated)
         snprintf(truncated, sizeof truncated, " (%zu truncated: a process died or called exec)",
                  ty.n_truncated);
+    if (ty.suppressed)
+        snprintf(truncated + strlen(truncated), sizeof truncated - strlen(truncated),
+                 "; %ld suppressed", ty.suppressed);
 
     if (rt->mode == TRACE_OFF)
         fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; exit status %d\n",

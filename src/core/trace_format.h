@@ -48,6 +48,9 @@
     X(FINDING, 15)                                                                                 \
     X(END, 16)
 
+/* FINDING's flags field. */
+#define TRACE_FINDING_SUPPRESSED 1u
+
 #define TLSAN_TRACE_TAG_ENUM(name, number) TRACE_##name = number,
 enum trace_tag { TLSAN_TRACE_TAGS(TLSAN_TRACE_TAG_ENUM) };
 #undef TLSAN_TRACE_TAG_ENUM

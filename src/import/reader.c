@@ -13,6 +13,8 @@
  * forgotten (such keys are merely unknown there); it is reported once that side is
  * confirmed. */
 #include "core/strtab.h"
+#include "core/json_error.h"
+#include "core/text_pos.h"
 #include "core/utf8.h"
 #include "import/reader.h"
 #include "check/cache.h"
@@ -1313,15 +1315,13 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
 /* Moves the cursor to byte `off` of the chunk being parsed. */
 static void cursor_to(reader *r, size_t off)
 {
-    for (; r->cur_off < off; r->cur_off++) {
-        unsigned char c = r->chunk[r->cur_off];
-        if (c == '\n') {
-            r->cur_line++;
-            r->cur_column = 1;
-        } else if ((c & 0xC0) != 0x80) {
-            r->cur_column++;
-        }
-    }
+    if (off <= r->cur_off)
+        return;
+    text_pos at = text_pos_advance((text_pos){r->cur_line, r->cur_column},
+                                   (const char *)r->chunk + r->cur_off, off - r->cur_off);
+    r->cur_line = at.line;
+    r->cur_column = at.column;
+    r->cur_off = off;
 }
 
 static int cb_start_map(void *ctx)
@@ -1468,79 +1468,35 @@ static const yajl_callbacks callbacks = {
 
 /* ---- driving yajl ---- */
 
-/* Moves the line/column position over n bytes just parsed. Columns count characters
- * (UTF-8 sequences), not bytes. */
+/* Moves the line/column position over n bytes just parsed (core/text_pos.h: columns count
+ * characters). */
 static void advance(reader *r, const unsigned char *p, size_t n)
 {
-    const unsigned char *end = p + n, *nl;
-    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
-        r->line++;
-        r->column = 1;
-        p = nl + 1;
-    }
-    for (; p < end; p++)
-        if ((*p & 0xC0) != 0x80)
-            r->column++;
+    text_pos at = text_pos_advance((text_pos){r->line, r->column}, (const char *)p, n);
+    r->line = at.line;
+    r->column = at.column;
 }
 
 /* Turns yajl's message into one sentence for `what`. */
-static void syntax_error(reader *r, bool at_end)
+static void syntax_error(reader *r)
 {
-    unsigned char *msg = yajl_get_error(r->h, 0, NULL, 0);
-    char text[200] = "";
-    if (msg) {
-        const char *m = (const char *)msg;
-        const char *colon = strstr(m, ": ");
-        snprintf(text, sizeof text, "%s", colon ? colon + 2 : m);
-        yajl_free_error(r->h, msg);
-    }
-    size_t n = strlen(text);
-    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ' || text[n - 1] == '.'))
-        text[--n] = '\0';
+    char text[200];
+    json_syntax_message(r->h, text, sizeof text);
     memset(&r->tmp, 0, sizeof r->tmp);
     snprintf(r->tmp.file, sizeof r->tmp.file, "%s", r->label);
     r->tmp.line = r->line;
     r->tmp.column = r->column;
-    if (at_end && strstr(text, "premature EOF"))
-        snprintf(r->tmp.what, sizeof r->tmp.what,
-                 "malformed JSON: the text ends before the JSON value is complete");
-    else
-        snprintf(r->tmp.what, sizeof r->tmp.what, "malformed JSON: %s",
-                 text[0] ? text : "syntax error");
+    snprintf(r->tmp.what, sizeof r->tmp.what, "malformed JSON: %s", text);
     r->st = TLSAN_ERR_INVALID;
     r->e = r->tmp;
 }
 
-/* Places a syntax error yajl found after consuming n bytes of p: at the last
- * non-blank character it consumed, which is the offending token (or its end). */
+/* Places a syntax error yajl found after consuming n bytes of p (core/text_pos.h). */
 static void place_error(reader *r, const unsigned char *p, size_t n)
 {
-    int line = r->line, column = r->column;
-    bool found = false;
-    int at_line = line, at_column = column;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = p[i];
-        if (c == '\n') {
-            line++;
-            column = 1;
-            continue;
-        }
-        if ((c & 0xC0) == 0x80)
-            continue;
-        if (c != ' ' && c != '\t' && c != '\r') {
-            at_line = line;
-            at_column = column;
-            found = true;
-        }
-        column++;
-    }
-    if (found) {
-        r->line = at_line;
-        r->column = at_column;
-    } else {
-        r->line = line;
-        r->column = column;
-    }
+    text_pos at = text_pos_of_error((text_pos){r->line, r->column}, (const char *)p, n);
+    r->line = at.line;
+    r->column = at.column;
 }
 
 static bool feed(reader *r, const unsigned char *p, size_t n)
@@ -1574,7 +1530,7 @@ static bool feed(reader *r, const unsigned char *p, size_t n)
     if (ys == yajl_status_client_canceled && r->st != TLSAN_OK)
         return false;
     place_error(r, p, yajl_get_bytes_consumed(r->h));
-    syntax_error(r, false);
+    syntax_error(r);
     return false;
 }
 
@@ -1585,7 +1541,7 @@ static bool complete(reader *r)
         return true;
     if (ys == yajl_status_client_canceled && r->st != TLSAN_OK)
         return false;
-    syntax_error(r, true);
+    syntax_error(r);
     return false;
 }
 

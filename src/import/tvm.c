@@ -5,6 +5,8 @@
  * millions of tensors. A first pass with yajl's event parser finds the line and column of a
  * syntax error, which yajl_tree does not report. */
 #include "core/error.h"
+#include "core/json_error.h"
+#include "core/text_pos.h"
 #include "core/utf8.h"
 #include "import/tvm.h"
 #include "check/plan.h"
@@ -717,48 +719,35 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
     json_escape_scan esc = {0};
     size_t bad = json_escapes_feed(&esc, json, json_bytes);
     if (bad != SIZE_MAX) {
-        int line = 1, column = 1;
-        for (size_t i = 0; i < bad; i++) {
-            if (json[i] == '\n') {
-                line++;
-                column = 1;
-            } else if (((unsigned char)json[i] & 0xC0) != 0x80) {
-                column++;
-            }
-        }
+        text_pos at = text_pos_advance(TEXT_POS_START, json, bad);
         tlsan_status st =
             error_status(err, TLSAN_ERR_INVALID,
                          "a \\u escape with an unpaired UTF-16 surrogate (not a character)");
         if (err) {
-            err->line = line;
-            err->column = column;
+            err->line = at.line;
+            err->column = at.column;
         }
         return st;
     }
     yajl_handle h = yajl_alloc(&depth_callbacks, NULL, &depth);
     if (!h)
         return error_nomem(err);
-    size_t at = json_bytes;
+    size_t consumed = json_bytes;
+    bool at_end = false; /* the text ended before the value did: the error is after it */
     yajl_status s = yajl_parse(h, (const unsigned char *)json, json_bytes);
     if (s != yajl_status_ok) {
-        /* yajl has consumed the byte (or token) it stumbled on: point at its last byte. */
-        at = yajl_get_bytes_consumed(h);
-        at = at > 0 ? at - 1 : 0;
+        consumed = yajl_get_bytes_consumed(h); /* up to the token it stumbled on */
     } else {
         s = yajl_complete_parse(h);
+        at_end = true;
     }
     tlsan_status st = TLSAN_OK;
     if (s != yajl_status_ok) {
-        unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)json, json_bytes);
-        int line = 1, column = 1;
-        for (size_t i = 0; i < at && i < json_bytes; i++) {
-            if (json[i] == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
+        /* The same rule as the plan reader's (core/text_pos.h): the last character it read
+         * that is not blank, columns in characters. */
+        text_pos at = at_end ? text_pos_advance(TEXT_POS_START, json, json_bytes)
+                             : text_pos_of_error(TEXT_POS_START, json, consumed);
+        int line = at.line, column = at.column;
         st = error_status(err, TLSAN_ERR_INVALID, "");
         if (err && depth.bad_text) {
             snprintf(err->what, sizeof err->what,
@@ -771,16 +760,12 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
             err->line = line;
             err->column = column;
         } else if (err) {
-            snprintf(err->what, sizeof err->what, "malformed JSON: %s",
-                     msg ? (const char *)msg : "syntax error");
-            size_t len = strlen(err->what);
-            while (len > 0 && (err->what[len - 1] == '\n' || err->what[len - 1] == ' '))
-                err->what[--len] = '\0';
+            char text[200];
+            json_syntax_message(h, text, sizeof text);
+            snprintf(err->what, sizeof err->what, "malformed JSON: %s", text);
             err->line = line;
             err->column = column;
         }
-        if (msg)
-            yajl_free_error(h, msg);
     }
     yajl_free(h);
     return st;

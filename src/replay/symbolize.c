@@ -1,7 +1,9 @@
-/* symbolize: offline symbolization with libdwfl. */
+/* symbolize: symbolization with libdwfl, through a table of its functions
+ * (symbolize_libdw.h), so that the shim can run it on a libdw it loads itself. */
 #include "replay/symbolize.h"
+#include "replay/symbolize_libdw.h"
 
-#include <elfutils/libdwfl.h>
+#include <dwarf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,22 +19,26 @@ typedef struct session {
 } session;
 
 struct symbolizer {
+    const struct symbolize_libdw *dw;
+    Dwfl_Callbacks callbacks;
+    char *debuginfo_path;
     session *sessions;
     size_t n, cap;
 };
 
-static char *debuginfo_path;
-
-static const Dwfl_Callbacks callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
-
-symbolizer *symbolizer_create(void)
+symbolizer *symbolizer_create_with(const struct symbolize_libdw *api)
 {
-    return calloc(1, sizeof(symbolizer));
+    symbolizer *s = calloc(1, sizeof(symbolizer));
+    if (!s)
+        return NULL;
+    s->dw = api;
+    s->callbacks = (Dwfl_Callbacks){
+        .find_elf = api->build_id_find_elf,
+        .find_debuginfo = api->standard_find_debuginfo,
+        .section_address = api->offline_section_address,
+        .debuginfo_path = &s->debuginfo_path,
+    };
+    return s;
 }
 
 void symbolizer_free(symbolizer *s)
@@ -41,7 +47,7 @@ void symbolizer_free(symbolizer *s)
         return;
     for (size_t i = 0; i < s->n; i++) {
         if (s->sessions[i].dwfl)
-            dwfl_end(s->sessions[i].dwfl);
+            s->dw->end(s->sessions[i].dwfl);
         free(s->sessions[i].path);
     }
     free(s->sessions);
@@ -71,45 +77,144 @@ static session *find_session(symbolizer *s, const char *path, uint64_t bias)
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return se;
-    se->dwfl = dwfl_begin(&callbacks);
+    se->dwfl = s->dw->begin(&s->callbacks);
     if (se->dwfl) {
-        dwfl_report_begin(se->dwfl);
-        se->mod = dwfl_report_elf(se->dwfl, path, path, -1, (GElf_Addr)bias, false);
-        dwfl_report_end(se->dwfl, NULL, NULL);
+        s->dw->report_begin(se->dwfl);
+        se->mod = s->dw->report_elf(se->dwfl, path, path, -1, (GElf_Addr)bias, false);
+        s->dw->report_end(se->dwfl, NULL, NULL);
     }
     return se;
 }
 
-static const char *base_name(const char *path)
+size_t symbol_name_length(const char *function)
+{
+    const char *at = strchr(function, '@');
+    return at && at != function ? (size_t)(at - function) : strlen(function);
+}
+
+const char *symbolize_base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
 }
 
-char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
-                       size_t buf_bytes)
+/* An attribute of an inlined subroutine as an unsigned number (DW_AT_call_file/_line). */
+static bool attr_u(const symbolizer *s, Dwarf_Die *die, unsigned name, Dwarf_Word *out)
 {
-    snprintf(buf, buf_bytes, "%s+0x%llx", base_name(path), (unsigned long long)offset);
-    session *se = s && path[0] ? find_session(s, path, bias) : NULL;
+    Dwarf_Attribute attr;
+    return s->dw->attr_integrate(die, name, &attr) && s->dw->formudata(&attr, out) == 0;
+}
+
+size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_t offset,
+                         symbol_frame *out, size_t max)
+{
+    session *se = s && path && path[0] && max ? find_session(s, path, bias) : NULL;
     if (!se || !se->mod)
-        return buf;
+        return 0;
     /* A return address: the call is the byte before it. */
     GElf_Addr pc = (GElf_Addr)(bias + offset - (offset > 0));
     GElf_Off sym_off = 0;
     GElf_Sym sym;
-    const char *fn = dwfl_module_addrinfo(se->mod, pc, &sym_off, &sym, NULL, NULL, NULL);
+    const char *fn = s->dw->module_addrinfo(se->mod, pc, &sym_off, &sym, NULL, NULL, NULL);
     if (!fn)
-        return buf;
-    int line = 0;
+        return 0;
     const char *file = NULL;
-    Dwfl_Line *l = dwfl_module_getsrc(se->mod, pc);
+    int line = 0;
+    Dwfl_Line *l = s->dw->module_getsrc(se->mod, pc);
     if (l)
-        file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-    if (file && line > 0)
-        snprintf(buf, buf_bytes, "%s+0x%llx at %s:%d (%s+0x%llx)", fn, (unsigned long long)sym_off,
-                 base_name(file), line, base_name(path), (unsigned long long)offset);
+        file = s->dw->lineinfo(l, NULL, &line, NULL, NULL, NULL);
+    /* The inlined functions at pc, innermost first: each is at the current location, and its
+     * call site (DW_AT_call_file/_line) is the location of the frame around it. */
+    size_t n = 0;
+    Dwarf_Addr cu_bias = 0;
+    Dwarf_Die *cu = s->dw->module_addrdie(se->mod, pc, &cu_bias);
+    Dwarf_Die *scopes = NULL;
+    int n_scopes = cu ? s->dw->getscopes(cu, pc - cu_bias, &scopes) : 0;
+    Dwarf_Files *files = NULL;
+    size_t n_files = 0;
+    if (n_scopes > 0 && s->dw->getsrcfiles(cu, &files, &n_files) != 0)
+        files = NULL;
+    for (int i = 0; i < n_scopes && n + 1 < max; i++) {
+        int tag = s->dw->tag(&scopes[i]);
+        if (tag == DW_TAG_subprogram)
+            break;
+        if (tag != DW_TAG_inlined_subroutine)
+            continue;
+        out[n++] = (symbol_frame){s->dw->diename(&scopes[i]), file, line > 0 ? line : 0, 0, true};
+        Dwarf_Word call_file = 0, call_line = 0;
+        file = files && attr_u(s, &scopes[i], DW_AT_call_file, &call_file) && call_file < n_files
+                   ? s->dw->filesrc(files, (size_t)call_file, NULL, NULL)
+                   : NULL;
+        line = attr_u(s, &scopes[i], DW_AT_call_line, &call_line) ? (int)call_line : 0;
+    }
+    free(scopes);
+    out[n++] = (symbol_frame){fn, file, file && line > 0 ? line : 0, (uint64_t)sym_off, false};
+    return n;
+}
+
+bool symbol_frame_is_wrapper(const symbol_frame *f, const char *module_path)
+{
+    if (f->file && strcmp(symbolize_base_name(f->file), "tlsan.h") == 0)
+        return true;
+    static const char *const aligned[] = {"posix_memalign", "aligned_alloc",   "memalign",
+                                          "valloc",         "pvalloc",         "__libc_memalign",
+                                          "_mid_memalign",  "__posix_memalign"};
+    const char *module = module_path ? symbolize_base_name(module_path) : "";
+    if (!f->function || strncmp(module, "libc.so", 7) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof aligned / sizeof aligned[0]; i++)
+        if (strcmp(f->function, aligned[i]) == 0)
+            return true;
+    return false;
+}
+
+size_t symbolizer_stack_frames(symbolizer *s, const symbol_raw_frame *raw, size_t n_raw,
+                               bool exact_first, symbol_stack_frame *out, size_t max)
+{
+    size_t n = 0;
+    bool leading = true; /* still among the wrappers at the stack's start */
+    for (size_t i = 0; i < n_raw && n < max; i++) {
+        symbol_frame sym[16];
+        /* Looked up as a return address: a faulting instruction as the byte after it. */
+        uint64_t offset = raw[i].offset + (i == 0 && exact_first);
+        size_t n_sym = s && raw[i].module_path
+                           ? symbolizer_lookup(s, raw[i].module_path, raw[i].bias, offset, sym, 16)
+                           : 0;
+        if (n_sym == 0) {
+            leading = false;
+            out[n++] = (symbol_stack_frame){i, {0}};
+            continue;
+        }
+        for (size_t k = 0; k < n_sym && n < max; k++) {
+            if (leading && symbol_frame_is_wrapper(&sym[k], raw[i].module_path))
+                continue;
+            leading = false;
+            out[n++] = (symbol_stack_frame){i, sym[k]};
+        }
+    }
+    return n;
+}
+
+char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
+                       size_t buf_bytes)
+{
+    symbol_frame frames[16];
+    size_t n = symbolizer_lookup(s, path, bias, offset, frames, sizeof frames / sizeof frames[0]);
+    const char *module = symbolize_base_name(path);
+    if (n == 0) {
+        snprintf(buf, buf_bytes, "%s+0x%llx", module, (unsigned long long)offset);
+        return buf;
+    }
+    const symbol_frame *outer = &frames[n - 1], *inner = &frames[0];
+    if (inner->file && inner->line > 0)
+        snprintf(buf, buf_bytes, "%.*s+0x%llx at %s:%d (%s+0x%llx)",
+                 (int)symbol_name_length(outer->function), outer->function,
+                 (unsigned long long)outer->function_offset_bytes, symbolize_base_name(inner->file),
+                 inner->line, module, (unsigned long long)offset);
     else
-        snprintf(buf, buf_bytes, "%s+0x%llx (%s+0x%llx)", fn, (unsigned long long)sym_off,
-                 base_name(path), (unsigned long long)offset);
+        snprintf(buf, buf_bytes, "%.*s+0x%llx (%s+0x%llx)",
+                 (int)symbol_name_length(outer->function), outer->function,
+                 (unsigned long long)outer->function_offset_bytes, module,
+                 (unsigned long long)offset);
     return buf;
 }

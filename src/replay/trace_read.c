@@ -388,6 +388,11 @@ static tlsan_status decode_record(decoder *d, unsigned tag, cursor *c)
         ev.roles = roles;
         ev.role_stacks = stacks;
         ev.n_roles = (size_t)n_roles;
+        /* Added later in version 1: absent from older traces. */
+        if (c->p < c->end)
+            ev.fault_stacks = get_u(c);
+        if (c->p < c->end)
+            ev.suppressed = (get_u(c) & TRACE_FINDING_SUPPRESSED) != 0;
         break;
     }
     case TRACE_END:

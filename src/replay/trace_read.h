@@ -49,6 +49,8 @@ typedef struct trace_event {
     const char *const *roles; /* FINDING: role of each stack ("allocated", ...) */
     const uint64_t *role_stacks;
     size_t n_roles;
+    uint64_t fault_stacks; /* FINDING: bit i, stack i starts at a faulting instruction */
+    bool suppressed;       /* FINDING: a suppression matched it (not reported, not counted) */
 } trace_event;
 
 typedef struct trace_data trace_data;

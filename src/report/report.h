@@ -16,6 +16,31 @@ typedef struct plan_stats {
     bool paths_approximate; /* some pair or root was judged on the union of paths */
 } plan_stats;
 
+/* A finding the process reported while it ran (a FINDING record of its trace), with its
+ * stacks symbolized offline (src/replay/runtime_findings.c). */
+typedef struct runtime_frame {
+    uint64_t pc;          /* the address in the recording process */
+    const char *module;   /* the module's path, NULL when none held pc */
+    uint64_t offset;      /* pc - the module's base */
+    const char *function; /* NULL when unknown; without a symbol version */
+    uint64_t function_offset_bytes;
+    const char *file; /* NULL when unknown */
+    int line;         /* 0 when unknown */
+    bool inlined;     /* inlined into the next frame, which has the same pc */
+} runtime_frame;
+typedef struct runtime_stack {
+    const char *role; /* "allocated here", ... */
+    const runtime_frame *frames;
+    size_t n_frames;
+} runtime_stack;
+typedef struct runtime_finding {
+    const char *kind, *message;
+    const char *const *tensors;
+    size_t n_tensors;
+    const runtime_stack *stacks;
+    size_t n_stacks;
+} runtime_finding;
+
 struct tlsan_report {
     const tlsan_plan **plans; /* the checked plans (one for a lone plan), not owned */
     size_t n_plans;
@@ -23,7 +48,25 @@ struct tlsan_report {
     plan_stats *stats; /* n_plans entries */
     tlsan_finding *findings;
     size_t n_findings, cap_findings;
+    const runtime_finding *runtime; /* borrowed (report_set_runtime) */
+    size_t n_runtime;
+    const char *runtime_process; /* "pid N": who reported them */
 };
+
+/* Attaches the findings a traced process reported at run time (borrowed: they must outlive the
+ * report): the writers show them after the checker's, and they count for
+ * report_total_count. */
+void report_set_runtime(tlsan_report *r, const runtime_finding *findings, size_t n,
+                        const char *process);
+/* The checker's findings and the run-time ones. */
+size_t report_total_count(const tlsan_report *r);
+/* Writers of the run-time findings (report_runtime.c), called by the text, JSON and SARIF
+ * writers: text blocks; JSON objects inside the open "findings" array; SARIF results inside
+ * the open "results" array. */
+void report_text_runtime(const tlsan_report *r, const char *label, const char *rule, FILE *out);
+struct report_gen;
+void report_gen_runtime_findings(struct report_gen *j, const tlsan_report *r);
+void report_gen_runtime_results(struct report_gen *j, const tlsan_report *r);
 
 /* Creates a report over n_plans plans (borrowed). NULL when out of memory. */
 tlsan_report *report_new(const tlsan_plan *const *plans, size_t n_plans, bool is_cache);

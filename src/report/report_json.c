@@ -401,6 +401,7 @@ int report_write_json(const tlsan_report *r, const char *label, FILE *out)
     report_gen_open_array(&j);
     for (size_t i = 0; i < r->n_findings; i++)
         gen_finding(&j, r, &r->findings[i]);
+    report_gen_runtime_findings(&j, r);
     report_gen_close_array(&j);
     report_gen_str(&j, "stats");
     report_gen_open_map(&j);

@@ -320,6 +320,7 @@ int report_write_sarif(const tlsan_report *const *reports, const char *const *la
         }
         for (size_t k = 0; k < reports[i]->n_findings; k++)
             gen_result(&j, reports[i], &reports[i]->findings[k], uri);
+        report_gen_runtime_results(&j, reports[i]);
         free(uri);
     }
     report_gen_close_array(&j);

@@ -423,18 +423,31 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
 
 static void put_summary(text_out *o, const tlsan_report *r, const char *label)
 {
-    if (r->n_findings == 0) {
+    size_t total = report_total_count(r);
+    if (total == 0) {
         fprintf(o->out, "SUMMARY: tlsan: no findings in %s\n", label);
         return;
     }
-    fprintf(o->out, "SUMMARY: tlsan: %zu %s (", r->n_findings,
-            plural(r->n_findings, "finding", "findings"));
+    fprintf(o->out, "SUMMARY: tlsan: %zu %s (", total, plural(total, "finding", "findings"));
     bool first = true;
     for (int k = 0; k < TLSAN_KIND_COUNT_; k++) {
         size_t n = tlsan_report_count_kind(r, (tlsan_kind)k);
         if (n == 0)
             continue;
         fprintf(o->out, "%s%s x%zu", first ? "" : ", ", tlsan_kind_name((tlsan_kind)k), n);
+        first = false;
+    }
+    /* Run-time kinds in the order first reported, each once. */
+    for (size_t i = 0; i < r->n_runtime; i++) {
+        const char *kind = r->runtime[i].kind;
+        size_t n = 0, k = 0;
+        while (k < i && strcmp(r->runtime[k].kind, kind) != 0)
+            k++;
+        if (k < i)
+            continue;
+        for (k = i; k < r->n_runtime; k++)
+            n += strcmp(r->runtime[k].kind, kind) == 0;
+        fprintf(o->out, "%s%s x%zu at run time", first ? "" : ", ", kind, n);
         first = false;
     }
     fprintf(o->out, ") in %s\n", label);
@@ -481,7 +494,8 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
             if (r->findings[k].cause == (int64_t)i)
                 put_finding(&o, r, &r->findings[k], label);
     }
-    if (r->n_findings)
+    report_text_runtime(r, label, RULE, out);
+    if (report_total_count(r))
         fputc('\n', out);
     put_paths_note(&o, r, label);
     put_summary(&o, r, label);

@@ -28,6 +28,24 @@ __attribute__((noinline)) static void caller(void)
     __asm__ volatile("" ::: "memory"); /* keep the call from being a tail call */
 }
 
+/* An inlined function: the return address of its call to marker() is inside it, in its
+ * caller's code. */
+static int inlined_marker_line, inlined_call_line;
+
+static inline __attribute__((always_inline)) void inlined_helper(void)
+{
+    inlined_marker_line = __LINE__ + 1;
+    marker();
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void inline_caller(void)
+{
+    inlined_call_line = __LINE__ + 1;
+    inlined_helper();
+    __asm__ volatile("" ::: "memory");
+}
+
 static int find_main(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
@@ -60,10 +78,58 @@ static void test_own_frame(void **state)
     symbolizer_free(s);
 }
 
+static void test_inlined_frames(void **state)
+{
+    (void)state;
+    inline_caller();
+    uintptr_t bias = 0;
+    dl_iterate_phdr(find_main, &bias);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    symbolizer *s = symbolizer_create();
+    symbol_frame frames[8];
+    size_t count = symbolizer_lookup(s, exe, bias, marker_return - bias, frames, 8);
+    /* The inlined function at its call of marker(), then its caller at the inlined call. */
+    assert_int_equal(count, 2);
+    assert_string_equal(frames[0].function, "inlined_helper");
+    assert_true(frames[0].inlined);
+    assert_int_equal(frames[0].line, inlined_marker_line);
+    assert_string_equal(symbolize_base_name(frames[0].file), "test_symbolize.c");
+    assert_string_equal(frames[1].function, "inline_caller");
+    assert_false(frames[1].inlined);
+    assert_int_equal(frames[1].line, inlined_call_line);
+    assert_string_equal(symbolize_base_name(frames[1].file), "test_symbolize.c");
+    /* Room for one frame: the function holding the code, at the innermost line. */
+    assert_int_equal(symbolizer_lookup(s, exe, bias, marker_return - bias, frames, 1), 1);
+    assert_string_equal(frames[0].function, "inline_caller");
+    /* Nothing known: no frames. */
+    assert_int_equal(symbolizer_lookup(s, "/nonexistent/libx.so", 0x1000, 0x42, frames, 8), 0);
+    symbolizer_free(s);
+}
+
+static void test_wrappers(void **state)
+{
+    (void)state;
+    symbol_frame api = {"tlsan_tensor_bind", "/usr/include/tlsan/tlsan.h", 179, 0, true};
+    symbol_frame engine = {"eng_bind", "/src/engine.c", 40, 0x87, false};
+    symbol_frame aligned = {"posix_memalign", NULL, 0, 0x10, false};
+    assert_true(symbol_frame_is_wrapper(&api, "/opt/engine"));
+    assert_false(symbol_frame_is_wrapper(&engine, "/opt/engine"));
+    assert_true(symbol_frame_is_wrapper(&aligned, "/lib/x86_64-linux-gnu/libc.so.6"));
+    /* The program's own function of that name is its call. */
+    assert_false(symbol_frame_is_wrapper(&aligned, "/opt/engine"));
+    assert_int_equal(symbol_name_length("__libc_start_main@@GLIBC_2.34"), 17);
+    assert_int_equal(symbol_name_length("main"), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_frame),
+        cmocka_unit_test(test_inlined_frames),
+        cmocka_unit_test(test_wrappers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,19 @@ expect_match() {
 
 base="trace=0"
 hex='0x[0-9a-f]+'
+# line_after ANCHOR TEXT: the number of the first line of prog_heap.c holding TEXT at or after
+# the line holding ANCHOR.
+line_after() {
+    awk -v a="$1" -v t="$2" 'index($0, a) { on = 1 } on && index($0, t) { print NR; exit }' \
+        "$src/tests/shim/prog_heap.c"
+}
+# expect_frame0 TEXT TITLE LINE WHAT: frame #0 of the stack under "TITLE:" is main at
+# prog_heap.c:LINE, symbolized in the process (function, file, line, module+offset).
+expect_frame0() {
+    local frame
+    frame=$(printf '%s\n' "$1" | sed -n "/^$2:\$/{n;p;}")
+    expect_match "$frame" "^    #0 $hex in main\+0x[0-9a-f]+ at [^ ]*/tests/shim/prog_heap\.c:$3 \(.*/prog_heap\+0x[0-9a-f]+\)\$" "$4"
+}
 
 # Write after free, found at exit.
 run "$base" waf
@@ -44,8 +57,11 @@ expect_in "$err" "    expected: fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f"
 expect_in "$err" "    found:    41 41 41 41 fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f" "waf: found bytes"
 expect_match "$err" "^allocated here:\$" "waf: alloc stack title"
 expect_match "$err" "^freed here:\$" "waf: free stack title"
-# At exit the frames are symbolized: frame #0 of both stacks is main in prog_heap.
-expect_count "$err" "^    #0 $hex in main\+0x[0-9a-f]+ \(.*/prog_heap\+0x[0-9a-f]+\)\$" 2 "waf: frame #0 in main"
+# Frame #0 of both stacks is main, at the malloc and at the free.
+waf_alloc=$(line_after '"waf-evict") == 0) {' 'malloc(64)')
+waf_free=$(line_after '"waf-evict") == 0) {' 'free(p)')
+expect_frame0 "$err" "allocated here" "$waf_alloc" "waf: allocated at prog_heap.c:$waf_alloc"
+expect_frame0 "$err" "freed here" "$waf_free" "waf: freed at prog_heap.c:$waf_free"
 expect_in "$err" "SUMMARY: tlsan: heap-write-after-free at offset 8 of a 64-byte block" "waf summary"
 expect_count "$err" "^SUMMARY:" 1 "waf: one finding"
 # The address in the headline is the block's plus 8.
@@ -57,13 +73,14 @@ if [ -n "${a:-}" ] && [ $((a - b)) = 8 ]; then ok; else bad "waf: address $a is 
 run "$base:exitcode=42" waf
 expect_rc 42 "waf exitcode=42"
 
-# Write after free, found when the block leaves a 1 MiB quarantine (inside a hook: frames
-# as module+offset only).
+# Write after free, found when the block leaves a 1 MiB quarantine (inside a hook, where
+# frames are symbolized too).
 run "$base:quarantine_mb=1" waf-evict
 expect_rc 1 "waf-evict"
 expect_in "$err" "(found when it left the quarantine)" "waf-evict: when"
 expect_in "$err" "    found:    41 41 41 41 fe 7f" "waf-evict: found bytes"
-expect_count "$err" "^    #0 $hex \(.*/prog_heap\+0x[0-9a-f]+\)\$" 2 "waf-evict: frame #0 unsymbolized in prog_heap"
+expect_frame0 "$err" "allocated here" "$waf_alloc" "waf-evict: allocated at prog_heap.c:$waf_alloc"
+expect_frame0 "$err" "freed here" "$waf_free" "waf-evict: freed at prog_heap.c:$waf_free"
 expect_count "$err" "^SUMMARY: tlsan: heap-write-after-free at offset 8 of a 64-byte block\$" 1 "waf-evict summary"
 
 # Without fills nothing is checked after free.
@@ -106,7 +123,9 @@ expect_match "$err" "^first freed here:\$" "double: stack 2"
 expect_match "$err" "^allocated here:\$" "double: stack 3"
 expect_in "$err" "SUMMARY: tlsan: double-free of a 32-byte block" "double summary"
 expect_count "$err" "^SUMMARY:" 1 "double: one finding"
-expect_count "$err" "^    #0 $hex \(.*/prog_heap\+0x[0-9a-f]+\)\$" 3 "double: frames #0 in prog_heap"
+expect_frame0 "$err" "allocated here" "$(line_after '"double") == 0' 'malloc(32)')" "double: allocated"
+expect_frame0 "$err" "first freed here" "$(line_after '"double") == 0' 'free(p)')" "double: first freed"
+expect_frame0 "$err" "freed again here" "$(line_after '"double") == 0' 'free(sink)')" "double: freed again"
 
 # halt_on_error: exit with exitcode right at the finding ("double done" never printed).
 run "$base:halt_on_error=1:exitcode=7" double
@@ -203,11 +222,12 @@ expect_in "$err" "  a read of a freed block: its pages are inaccessible while it
 run "$base" uaf-large
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-use-after-free on address $hex at offset 100 of a 1048576-byte block at $hex\$" "uaf-large headline"
 expect_in "$err" "  a write of a freed block: its pages are inaccessible while it is in quarantine" "uaf-large: a write"
-# Frame #0 of each stack (the write, the free, the allocation) is in prog_heap's main.
-for title in "written here" "freed here" "allocated here"; do
-    frame=$(printf '%s\n' "$err" | sed -n "/^$title:\$/{n;p;}")
-    expect_match "$frame" "^    #0 $hex \(.*/prog_heap\+0x[0-9a-f]+\)\$" "uaf-large: $title"
-done
+# Frame #0 of each stack (the write, the free, the allocation) is in prog_heap's main, at
+# its line (symbolized inside the SIGSEGV handler).
+uaf='"uaf-large") == 0 || strcmp'
+expect_frame0 "$err" "written here" "$(line_after "$uaf" 'v[100] = 0x41')" "uaf-large: written here"
+expect_frame0 "$err" "freed here" "$(line_after "$uaf" 'free(p)')" "uaf-large: freed here"
+expect_frame0 "$err" "allocated here" "$(line_after "$uaf" 'malloc(n)')" "uaf-large: allocated here"
 expect_count "$err" "^SUMMARY: tlsan: heap-use-after-free at offset 100 of a 1048576-byte block\$" 1 "uaf-large summary"
 run "$base:halt_on_error=0" uaf-large
 expect_rc 1 "uaf-large halt_on_error=0: goes on, a finding"

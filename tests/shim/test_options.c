@@ -102,6 +102,15 @@ static void errors(void **state)
     assert_string_equal(err, "tlsan: TLSAN_OPTIONS: unknown option 'foo' (ignored)");
     assert_int_equal(o.exitcode, 5); /* the good pair after it still applies */
 
+    assert_int_equal(o.log_format, SHIM_LOG_TEXT);
+    assert_true(options_parse(&o, "log_format=json:symbolize=0", err, sizeof err));
+    assert_int_equal(o.log_format, SHIM_LOG_JSON);
+    assert_false(o.symbolize);
+    assert_false(options_parse(&o, "log_format=xml", err, sizeof err));
+    assert_string_equal(err, "tlsan: TLSAN_OPTIONS: bad value 'xml' for 'log_format' (want text or "
+                             "json; ignored)");
+    assert_int_equal(o.log_format, SHIM_LOG_JSON); /* kept */
+
     assert_false(options_parse(&o, "exitcode=x", err, sizeof err));
     assert_string_equal(err, "tlsan: TLSAN_OPTIONS: bad value 'x' for 'exitcode' (want an integer; "
                              "ignored)");
@@ -162,7 +171,7 @@ static void help(void **state)
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    assert_int_equal(lines, 16); /* a heading and the 15 options */
+    assert_int_equal(lines, 19); /* a heading and the 18 options */
     assert_non_null(strstr(text, "\n  halt_on_error=native     1: exit with `exitcode` at the "
                                  "first finding; native: die where glibc would; 0: never\n"));
     assert_non_null(strstr(text, "\n  quarantine_mb=8 "));

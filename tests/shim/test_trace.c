@@ -193,7 +193,7 @@ static void header_and_records_are_exact(void **state)
     trace_plan("{}", 2, 0);
     static const char *const tensors[] = {"abc"}, *const roles[] = {"bound at"};
     uint32_t stacks[] = {st};
-    trace_finding("stale-write", "msg", tensors, 1, roles, stacks, 1);
+    trace_finding("stale-write", "msg", tensors, 1, roles, stacks, 1, 1, true);
     trace_arena_end(2, 0);
     trace_close(5);
 
@@ -294,9 +294,11 @@ static void header_and_records_are_exact(void **state)
     expect_bytes(&r[i++], TRACE_SYNC, (unsigned char[]){0}, 1);
     expect_bytes(&r[i++], TRACE_PLAN, (unsigned char[]){2, '{', '}', 0}, 4);
     {
-        static const unsigned char fi[] = {11,  's', 't', 'a', 'l', 'e', '-', 'w', 'r', 'i',
-                                           't', 'e', 3,   'm', 's', 'g', 1,   1,   1,   8,
-                                           'b', 'o', 'u', 'n', 'd', ' ', 'a', 't', 1};
+        static const unsigned char fi[] = {
+            11,  's', 't', 'a', 'l', 'e', '-', 'w', 'r', 'i',
+            't', 'e', 3,   'm', 's', 'g', 1,   1,   1,   8,
+            'b', 'o', 'u', 'n', 'd', ' ', 'a', 't', 1,   1 /* fault stacks: stack 0 */,
+            1 /* suppressed */};
         expect_bytes(&r[i++], TRACE_FINDING, fi, sizeof fi);
     }
     expect_bytes(&r[i++], TRACE_ARENA_END, (unsigned char[]){2, 0}, 2);

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Heap bugs under `tlsan run`, one per mode of prog_heapbugs: the live report names the exact
+# kind and, for each stack (allocation, free, the bad access), frame #0 at the function and
+# file:line of the program's call, symbolized in the process; `tlsan replay --format json` of
+# the run's trace carries the same finding with the same frames, and its text the same lines.
+# The lines are found in the source by their comments ("MODE: ROLE").
+# Usage: heapbugs.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
+set -u -o pipefail
+. "$(dirname "$0")/lib/common.bash"
+shim_test_setup heapbugs.sh "$@"
+prog=$progs/prog_heapbugs
+source_file=$src/tests/shim/prog_heapbugs.c
+command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
+
+# line_of TAG: the line of prog_heapbugs.c whose comment is "/* TAG */".
+line_of() {
+    grep -nF "/* $1 */" "$source_file" | cut -d: -f1
+}
+# run MODE: the mode under tlsan run with its own trace; sets rc, err, json (replay's JSON),
+# text (replay's text).
+run() {
+    rm -f "$tmp/t.trace"
+    TLSAN_OPTIONS=quarantine_mb=1 "$bin" run --trace "$tmp/t.trace" -- "$prog" "$1" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    err=$(cat "$tmp/err")
+    json=$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null)
+    replay_rc=$?
+    text=$("$bin" replay "$tmp/t.trace" 2>/dev/null)
+}
+# frame0 TEXT ROLE N: frame #0 under the Nth "ROLE:" of TEXT.
+frame0() {
+    printf '%s\n' "$1" | awk -v t="$2:" -v n="$3" '$0 == t { k++; if (k == n) { getline; print; exit } }'
+}
+# expect_stack MODE KIND FUNC ROLE TAG [N]: the Nth finding (1 by default) has, under ROLE,
+# frame #0 in FUNC at the line tagged TAG, live and in replay's JSON and text.
+expect_stack() {
+    local mode=$1 kind=$2 func=$3 role=$4 line n=${6:-1} live got
+    line=$(line_of "$5")
+    live=$(frame0 "$err" "$role" "$n")
+    expect_match "$live" "^    #0 0x[0-9a-f]+ in $func\\+0x[0-9a-f]+ at [^ ]*/tests/shim/prog_heapbugs\\.c:$line \\(.*/prog_heapbugs\\+0x[0-9a-f]+\\)\$" \
+        "$mode: live '$role' at prog_heapbugs.c:$line"
+    got=$(printf '%s\n' "$json" | jq -r --arg k "$kind" --arg r "$role" --argjson n "$n" \
+        '[.findings[] | select(.kind == $k and .found == "at run time")][$n - 1]
+         | .call_stacks[] | select(.role == $r) | .frames[0]
+         | "\(.function) \(.file | split("/") | last):\(.line)"')
+    expect_eq "$got" "$func prog_heapbugs.c:$line" "$mode: replay JSON '$role'"
+    expect_eq "$(frame0 "$text" "$role" "$n")" "$live" "$mode: replay text '$role' as live"
+}
+expect_match() {
+    if printf '%s\n' "$1" | grep -qE -- "$2"; then ok; else bad "$3: no line matches '$2' in: $1"; fi
+}
+expect_eq() {
+    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
+}
+# expect_kind MODE KIND N: N live reports of KIND and nothing else, N in replay's JSON, which
+# exits 1.
+expect_kind() {
+    expect_rc 1 "$1: tlsan run"
+    expect_count "$err" "^==[0-9]+==ERROR: tlsan: " "$3" "$1: reports"
+    expect_count "$err" "^==[0-9]+==ERROR: tlsan: $2 " "$3" "$1: $2 reports"
+    expect_eq "$(printf '%s\n' "$json" | jq -r '[.findings[] | .kind] | join(" ")')" \
+        "$(printf "$2 %.0s" $(seq "$3") | sed 's/ $//')" "$1: replay JSON findings"
+    expect_eq "$replay_rc" 1 "$1: replay exit status"
+    expect_in "$text" "SUMMARY: tlsan: $3 finding" "$1: replay text summary"
+}
+
+run double-free
+expect_kind double-free double-free 1
+expect_stack double-free double-free double_free "allocated here" "double-free: allocated"
+expect_stack double-free double-free double_free "first freed here" "double-free: first freed"
+expect_stack double-free double-free double_free "freed again here" "double-free: freed again"
+
+# SARIF: one result of the rule, located at the first stack's frame #0, each stack a related
+# location named by its role.
+sarif=$("$bin" replay --format sarif "$tmp/t.trace" 2>/dev/null)
+expect_eq "$(printf '%s\n' "$sarif" | jq -r '.runs[0].results[] | "\(.ruleId) \(.level) \(.locations[0].physicalLocation.artifactLocation.uri | split("/") | last):\(.locations[0].physicalLocation.region.startLine) \([.relatedLocations[].message.text] | join(", "))"')" \
+    "double-free error prog_heapbugs.c:$(line_of "double-free: freed again") freed again here, first freed here, allocated here" \
+    "double-free: replay SARIF"
+
+run write-after-free
+expect_kind write-after-free heap-write-after-free 1
+expect_in "$err" "(found when it left the quarantine)" "write-after-free: at eviction"
+expect_stack write-after-free heap-write-after-free write_after_free "allocated here" "write-after-free: allocated"
+expect_stack write-after-free heap-write-after-free write_after_free "freed here" "write-after-free: freed"
+
+run overflow
+expect_kind overflow heap-buffer-overflow 1
+expect_in "$err" "2 bytes past the end of a 24-byte block" "overflow: where"
+expect_stack overflow heap-buffer-overflow overflow "allocated here" "overflow: allocated"
+expect_stack overflow heap-buffer-overflow overflow "freed here" "overflow: freed"
+
+run underflow
+expect_kind underflow heap-buffer-overflow 1
+expect_in "$err" "1 byte before the start of a 24-byte block" "underflow: where"
+expect_stack underflow heap-buffer-overflow underflow "allocated here" "underflow: allocated"
+expect_stack underflow heap-buffer-overflow underflow "freed here" "underflow: freed"
+
+run invalid-free
+expect_kind invalid-free invalid-free 1
+expect_stack invalid-free invalid-free invalid_free "freed here" "invalid-free: freed"
+
+# The access itself: frame #0 is the faulting instruction, looked up as itself.
+run use-after-free
+expect_kind use-after-free heap-use-after-free 1
+expect_stack use-after-free heap-use-after-free use_after_free "written here" "use-after-free: written"
+expect_stack use-after-free heap-use-after-free use_after_free "freed here" "use-after-free: freed"
+expect_stack use-after-free heap-use-after-free use_after_free "allocated here" "use-after-free: allocated"
+
+# Each aligned allocator's block: allocated at the program's call.
+run aligned
+expect_kind aligned heap-buffer-overflow 5
+n=0
+for fn in posix_memalign aligned_alloc memalign valloc pvalloc; do
+    n=$((n + 1))
+    expect_stack "aligned ($fn)" heap-buffer-overflow aligned "allocated here" "aligned: $fn" "$n"
+done
+
+# symbolize=0: module+offset only, live; replay still names the lines.
+rm -f "$tmp/t.trace"
+TLSAN_OPTIONS=symbolize=0 "$bin" run --trace "$tmp/t.trace" -- "$prog" double-free >/dev/null 2>"$tmp/err"
+err=$(cat "$tmp/err")
+expect_match "$(frame0 "$err" "allocated here" 1)" '^    #0 0x[0-9a-f]+ \(.*/prog_heapbugs\+0x[0-9a-f]+\)$' "symbolize=0: module+offset"
+json=$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null)
+expect_eq "$(printf '%s\n' "$json" | jq -r '.findings[0].call_stacks[2].frames[0].line')" \
+    "$(line_of "double-free: allocated")" "symbolize=0: replay symbolizes"
+
+# log_format=json: each live report is one JSON line, with the frames replay's JSON has.
+rm -f "$tmp/t.trace"
+TLSAN_OPTIONS=log_format=json "$bin" run --trace "$tmp/t.trace" -- "$prog" aligned >/dev/null 2>"$tmp/err"
+grep -E '^\{' "$tmp/err" >"$tmp/lines"
+expect_eq "$(wc -l <"$tmp/lines" | tr -d ' ')" 5 "log_format=json: five lines"
+expect_eq "$(jq -r '.kind' "$tmp/lines" | sort -u)" heap-buffer-overflow "log_format=json: the kind"
+expect_eq "$(grep -c 'ERROR: tlsan' "$tmp/err")" 0 "log_format=json: no text report"
+want=""
+for fn in posix_memalign aligned_alloc memalign valloc pvalloc; do
+    want="$want${want:+ }aligned:$(line_of "aligned: $fn")"
+done
+expect_eq "$(jq -r '.call_stacks[] | select(.role == "allocated here") | .frames[0] | "\(.function):\(.line)"' "$tmp/lines" | tr '\n' ' ' | sed 's/ $//')" \
+    "$want" "log_format=json: allocated at each call"
+expect_eq "$(jq -c '[.call_stacks[] | {role, frames: [.frames[] | {function, file, line, inlined}]}]' "$tmp/lines")" \
+    "$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null | jq -c '.findings[] | [.call_stacks[] | {role, frames: [.frames[] | {function, file, line, inlined}]}]')" \
+    "log_format=json: the same stacks as replay's JSON"
+
+# Suppressions: KIND:PATTERN against function, file or module names of the report's stacks.
+# A matching finding is not printed and not counted (the program still ends as natively: a
+# double free aborts); tlsan run and replay count it as suppressed; a bad line gets one line.
+# suppressed MODE RULES WANT_RC: runs MODE with those rules; sets err, summary.
+suppressed() {
+    printf '%s\n' "$2" >"$tmp/supp"
+    rm -f "$tmp/t.trace"
+    TLSAN_OPTIONS="suppressions=$tmp/supp" "$bin" run --trace "$tmp/t.trace" -- "$prog" "$1" \
+        >/dev/null 2>"$tmp/err"
+    rc=$?
+    out=""
+    err=$(cat "$tmp/err")
+    expect_rc "$3" "suppressed $1 ($2)"
+    expect_count "$err" "ERROR: tlsan:" 0 "suppressed $1 ($2): no report"
+    expect_in "$err" "1 suppressed;" "suppressed $1 ($2): tlsan run's summary"
+    expect_in "$("$bin" replay "$tmp/t.trace" 2>&1)" "1 finding suppressed at run time" \
+        "suppressed $1 ($2): replay"
+    expect_eq "$("$bin" replay --format json "$tmp/t.trace" 2>/dev/null | jq '.findings | length')" 0 \
+        "suppressed $1 ($2): replay JSON"
+}
+suppressed double-free $'# by function\ndouble-free:double_*' 134
+suppressed overflow 'heap-buffer-overflow:prog_heapbugs.c' 0
+suppressed overflow '*:/*/tests/shim/prog_heapbugs.c' 0
+suppressed invalid-free '*:prog_heapbugs' 134
+# Another kind, or a name in no frame: reported.
+printf 'heap-buffer-overflow:double_free\nbad line\ndouble-free:nowhere*\n' >"$tmp/supp"
+rm -f "$tmp/t.trace"
+TLSAN_OPTIONS="suppressions=$tmp/supp" "$bin" run --trace "$tmp/t.trace" -- "$prog" double-free \
+    >/dev/null 2>"$tmp/err"
+err=$(cat "$tmp/err")
+expect_count "$err" "^==[0-9]+==ERROR: tlsan: double-free " 1 "unmatched rules: reported"
+expect_in "$err" "tlsan: suppressions $tmp/supp:2: no ':' between KIND and PATTERN (line ignored): bad line" \
+    "a bad suppressions line"
+TLSAN_OPTIONS="suppressions=$tmp/none" LD_PRELOAD="$shim" "$prog" overflow >/dev/null 2>"$tmp/err"
+expect_in "$(cat "$tmp/err")" "tlsan: suppressions $tmp/none: cannot open: No such file or directory (no suppressions)" \
+    "a missing suppressions file"
+
+echo "heapbugs.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

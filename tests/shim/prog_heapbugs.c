@@ -1,0 +1,111 @@
+/* prog_heapbugs: one heap bug per mode (argv[1]), for heapbugs.sh to run under `tlsan run`
+ * and check the report's kind and the file:line of each stack's first frame. Each line the
+ * test looks for carries a comment naming it (MODE: ROLE). Built with -g. */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *volatile sink;
+
+/* Hides a pointer from the compiler, so a bad access is not optimised away. */
+static void *launder(void *p)
+{
+    sink = p;
+    return sink;
+}
+
+__attribute__((noinline)) static void double_free(void)
+{
+    char *p = malloc(32); /* double-free: allocated */
+    free(p);              /* double-free: first freed */
+    free(launder(p));     /* double-free: freed again */
+}
+
+__attribute__((noinline)) static void write_after_free(void)
+{
+    unsigned char *p = malloc(64); /* write-after-free: allocated */
+    free(p);                       /* write-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    v[10] = 0x41;
+    /* 4 MiB of frees push the block out of a 1 MiB quarantine: found at its eviction. */
+    for (int i = 0; i < 64; i++) {
+        sink = malloc(64 * 1024);
+        free(sink);
+    }
+}
+
+__attribute__((noinline)) static void overflow(void)
+{
+    unsigned char *p = malloc(24); /* overflow: allocated */
+    volatile unsigned char *v = launder(p);
+    v[26] = 0x55;
+    free(p); /* overflow: freed */
+}
+
+__attribute__((noinline)) static void underflow(void)
+{
+    unsigned char *p = malloc(24); /* underflow: allocated */
+    volatile unsigned char *v = launder(p);
+    v[-1] = 0x55;
+    free(p); /* underflow: freed */
+}
+
+__attribute__((noinline)) static void invalid_free(void)
+{
+    char local[32];
+    free(launder(local + 8)); /* invalid-free: freed */
+}
+
+__attribute__((noinline)) static void use_after_free(void)
+{
+    unsigned char *p = malloc((size_t)1 << 20); /* use-after-free: allocated */
+    free(p);                                    /* use-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    v[4096] = 0x41; /* use-after-free: written */
+}
+
+/* Each aligned allocator's block overflowed by one byte: its allocation stack starts at the
+ * call here, not inside libc or the shim. */
+__attribute__((noinline)) static void aligned(void)
+{
+    void *a = NULL;
+    if (posix_memalign(&a, 64, 40) != 0) /* aligned: posix_memalign */
+        return;
+    char *b = aligned_alloc(64, 64); /* aligned: aligned_alloc */
+    char *c = memalign(128, 100);    /* aligned: memalign */
+    char *d = valloc(100);           /* aligned: valloc */
+    char *e = pvalloc(100);          /* aligned: pvalloc */
+    ((volatile char *)launder(a))[40] = 1;
+    ((volatile char *)launder(b))[64] = 1;
+    ((volatile char *)launder(c))[100] = 1;
+    ((volatile char *)launder(d))[100] = 1;
+    ((volatile char *)launder(e))[4096] = 1;
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } modes[] = {{"double-free", double_free},
+                 {"write-after-free", write_after_free},
+                 {"overflow", overflow},
+                 {"underflow", underflow},
+                 {"invalid-free", invalid_free},
+                 {"use-after-free", use_after_free},
+                 {"aligned", aligned}};
+    for (size_t i = 0; argc > 1 && i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(argv[1], modes[i].name) == 0) {
+            modes[i].run();
+            printf("%s done\n", argv[1]);
+            return 0;
+        }
+    fprintf(stderr, "usage: prog_heapbugs MODE\n");
+    return 2;
+}
