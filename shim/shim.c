@@ -130,8 +130,14 @@ static void fork_parent(void)
     heap_unlock_all();
 }
 
+/* The process the shim's state belongs to: set at init and in each fork child. A vfork
+ * child (no fork handlers run) shares the parent's memory; it must not close the parent's
+ * trace or evict its quarantine, so its _exit skips the checks. */
+static _Atomic int g_owner_pid;
+
 static void fork_child(void)
 {
+    atomic_store(&g_owner_pid, (int)syscall(SYS_getpid));
     /* The locks may be copies of locks other threads held: those threads are gone. This
      * thread took them all in fork_prepare and its count of held locks says so. */
     shim_t_locks = 0;
@@ -207,6 +213,7 @@ static void init_once(void)
     if (g_opts.stack_depth > 0)
         unwind_setup();
     trace_open();
+    atomic_store(&g_owner_pid, (int)syscall(SYS_getpid));
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
         shim_fail("pthread_atfork failed");
         return;
@@ -256,14 +263,30 @@ __attribute__((constructor)) static void shim_constructor(void)
         shim_init();
 }
 
-/* Runs late (the program's atexit handlers and destructors ran before): checks what is
- * left in quarantine, then makes findings the exit status, as LeakSanitizer does. */
-__attribute__((destructor)) static void shim_destructor(void)
+/* Runs once, late: checks what is left in quarantine, then makes findings the exit status,
+ * as LeakSanitizer does. From the destructor (the program's atexit handlers and destructors
+ * ran before) or from the program's own _exit/_Exit (interpose.c), which skip destructors:
+ * a write after free followed by _exit is found too. */
+static atomic_int g_exit_checked;
+
+void shim_exit_quick_checks(void)
+{
+    if (!shim_active() || atomic_load(&g_owner_pid) != (int)syscall(SYS_getpid) ||
+        atomic_exchange(&g_exit_checked, 1))
+        return;
+    bool entered = shim_enter();
+    heap_verify_quarantine(1);
+    if (entered)
+        shim_leave();
+}
+
+void shim_exit_checks(void)
 {
     if (!shim_active())
         return;
     bool entered = shim_enter();
-    heap_verify_quarantine(1);
+    if (!atomic_exchange(&g_exit_checked, 1))
+        heap_verify_quarantine(1);
     uint64_t n = report_count();
     if (g_opts.verbosity >= 1) {
         struct heap_stats st;
@@ -284,6 +307,17 @@ __attribute__((destructor)) static void shim_destructor(void)
     if (n) {
         /* _exit skips stdio's flush, which exit() does only after this destructor. */
         fflush(NULL);
-        _exit(g_opts.exitcode);
+        shim_real_exit(g_opts.exitcode);
     }
+}
+
+_Noreturn void shim_real_exit(int status)
+{
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+__attribute__((destructor)) static void shim_destructor(void)
+{
+    shim_exit_checks();
 }

@@ -47,6 +47,18 @@ bool shim_tracking(void);
  * functions. shim.c calls it from shim_init and runs its constructor only when present. */
 void shim_interpose_resolve(void) __attribute__((weak));
 
+/* The end-of-process checks from the shim's destructor: the quarantine verified (unless
+ * shim_exit_quick_checks did), the summary, the trace closed, findings made the exit status
+ * (may end the process with the exitcode option). */
+void shim_exit_checks(void);
+/* From the program's _exit and _Exit (interpose.c), which skip destructors: only the
+ * quarantine verified, so a write after free followed by _exit is reported and recorded; the
+ * exit status stays the program's and the trace has no end record, as for a process that
+ * dies. Nothing in a vfork child (it shares the parent's memory). */
+void shim_exit_quick_checks(void);
+/* Ends the process at once with status, as _exit does, without going through the hook. */
+_Noreturn void shim_real_exit(int status);
+
 /* The fast path of every hook: inline, on the shim's globals (defined in shim.c). */
 extern _Atomic int shim_g_state;
 extern struct shim_options shim_g_opts;

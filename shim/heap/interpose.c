@@ -709,3 +709,20 @@ EXPORT size_t malloc_usable_size(void *p)
     size_t size;
     return heap_lookup(p, &size) == 1 ? size : 0;
 }
+
+/* _exit and _Exit skip destructors, so without these a write after free followed by _exit
+ * would never be checked. A call made inside the shim (a halting report) ends at once; so
+ * does a vfork child's (shim_exit_quick_checks). */
+EXPORT void _exit(int status)
+{
+    if (!shim_t_in_shim)
+        shim_exit_quick_checks();
+    shim_real_exit(status);
+}
+
+EXPORT void _Exit(int status)
+{
+    if (!shim_t_in_shim)
+        shim_exit_quick_checks();
+    shim_real_exit(status);
+}

@@ -179,5 +179,15 @@ TLSAN_OPTIONS="suppressions=$tmp/none" LD_PRELOAD="$shim" "$prog" overflow >/dev
 expect_in "$(cat "$tmp/err")" "tlsan: suppressions $tmp/none: cannot open: No such file or directory (no suppressions)" \
     "a missing suppressions file"
 
+# _exit and _Exit skip destructors: the write after free is found at exit all the same, and
+# the program's output and the findings' exit status are kept.
+for ex in _exit _Exit; do
+    run "$ex"
+    expect_kind "$ex" heap-write-after-free 1
+    expect_in "$err" "(found at exit)" "$ex: at exit"
+    expect_eq "$(cat "$tmp/out")" "exit$([ "$ex" = _exit ] && echo " done")" "$ex: output kept"
+    expect_stack "$ex" heap-write-after-free exit_after_free "allocated here" "exit-after-free: allocated"
+    expect_stack "$ex" heap-write-after-free exit_after_free "freed here" "exit-after-free: freed"
+done
 echo "heapbugs.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

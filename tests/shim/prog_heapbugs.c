@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *volatile sink;
 
@@ -88,18 +89,40 @@ __attribute__((noinline)) static void aligned(void)
     free(e);
 }
 
+/* A write after free, then _exit and _Exit, which skip destructors: found at exit. */
+__attribute__((noinline)) static void exit_after_free(int quick)
+{
+    unsigned char *p = malloc(48); /* exit-after-free: allocated */
+    free(p);                       /* exit-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    v[5] = 0x41;
+    printf("exit%s\n", quick ? "" : " done");
+    fflush(stdout);
+    if (quick)
+        _Exit(0);
+    _exit(0);
+}
+
+__attribute__((noinline)) static void underscore_exit(void)
+{
+    exit_after_free(0);
+}
+
+__attribute__((noinline)) static void underscore_big_exit(void)
+{
+    exit_after_free(1);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
         const char *name;
         void (*run)(void);
-    } modes[] = {{"double-free", double_free},
-                 {"write-after-free", write_after_free},
-                 {"overflow", overflow},
-                 {"underflow", underflow},
-                 {"invalid-free", invalid_free},
-                 {"use-after-free", use_after_free},
-                 {"aligned", aligned}};
+    } modes[] = {{"double-free", double_free},   {"write-after-free", write_after_free},
+                 {"overflow", overflow},         {"underflow", underflow},
+                 {"invalid-free", invalid_free}, {"use-after-free", use_after_free},
+                 {"aligned", aligned},           {"_exit", underscore_exit},
+                 {"_Exit", underscore_big_exit}};
     for (size_t i = 0; argc > 1 && i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
             modes[i].run();
