@@ -24,6 +24,8 @@
 #include "out.h"
 #include "shim.h"
 
+#include "core/trace_format.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -37,35 +39,12 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define TRACE_FIRST       ((size_t)4 << 10)
-#define TRACE_STEP        ((size_t)1 << 20)
-#define TRACE_HEADER_SIZE 32
-#define TRACE_TARGET_MAX  4096
+#define TRACE_FIRST      ((size_t)4 << 10)
+#define TRACE_STEP       ((size_t)1 << 20)
+#define TRACE_TARGET_MAX 4096
 
 /* Where the trace goes (trace_open). */
 enum { WHERE_NONE, WHERE_DIR, WHERE_FILE };
-
-/* FINDING's flags. */
-#define TRACE_FINDING_SUPPRESSED 1u
-
-enum {
-    TAG_STRING = 1,
-    TAG_MODULE = 2,
-    TAG_STACK = 3,
-    TAG_ARENA = 4,
-    TAG_ARENA_END = 5,
-    TAG_BIND = 6,
-    TAG_VIEW = 7,
-    TAG_RELEASE = 8,
-    TAG_OP = 9,
-    TAG_OP_END = 10,
-    TAG_RECORD = 11,
-    TAG_WAIT = 12,
-    TAG_SYNC = 13,
-    TAG_PLAN = 14,
-    TAG_FINDING = 15,
-    TAG_END = 16,
-};
 
 /* One interned string: its hash, where its text is in the file, and its id. */
 struct str_slot {
@@ -371,7 +350,7 @@ static uint32_t intern_locked(const char *s, bool add)
         return 0;
     uint32_t id = T.next_string + 1;
     size_t text_off = 0;
-    EMIT(TAG_STRING, {
+    EMIT(TRACE_STRING, {
         e_u(e, id);
         e_u(e, len);
         if (e->mode == E_WRITE)
@@ -419,7 +398,7 @@ static uint32_t module_locked(const struct shim_module *mod)
     if (*slot)
         return *slot;
     uint32_t id = T.next_module + 1;
-    EMIT(TAG_MODULE, {
+    EMIT(TRACE_MODULE, {
         e_u(e, id);
         e_u(e, mod->base);
         e_u(e, mod->size_bytes);
@@ -457,7 +436,7 @@ static uint32_t stack_locked(uint32_t depot_id, bool add)
         bases[i] = mods[i] ? m->base : 0;
     }
     uint32_t id = T.next_stack + 1;
-    EMIT(TAG_STACK, {
+    EMIT(TRACE_STACK, {
         e_u(e, id);
         e_u(e, n);
         for (unsigned i = 0; i < n; i++) {
@@ -534,12 +513,13 @@ static int open_locked_file(const char *path)
  * record yet) or a concurrent process's: it is not this process's to overwrite. */
 static bool holds_later_trace(int fd)
 {
-    unsigned char h[TRACE_HEADER_SIZE];
-    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, "TLSANTRC", 8) != 0)
+    unsigned char h[TRACE_HEADER_BYTES];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+        memcmp(h, TRACE_MAGIC, TRACE_MAGIC_BYTES) != 0)
         return false;
     uint64_t start = 0;
     for (int i = 7; i >= 0; i--)
-        start = start << 8 | h[24 + i];
+        start = start << 8 | h[TRACE_HEADER_AT_START_NS + i];
     return start > T.start_ns;
 }
 
@@ -636,22 +616,23 @@ static void open_locked(void)
     T.map = NULL;
     T.map_size = T.pos = 0;
     reset_tables();
-    if (!ensure_room(TRACE_HEADER_SIZE)) { /* said why */
+    if (!ensure_room(TRACE_HEADER_BYTES)) { /* said why */
         if (T.fd >= 0)
             close(T.fd);
         T.fd = -1;
         return;
     }
     unsigned char *h = T.map;
-    memcpy(h, "TLSANTRC", 8);
-    put_le(h + 8, 1, 2);
-    h[10] = (unsigned char)sizeof(void *);
-    h[11] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1 : 2;
-    put_le(h + 12, TRACE_HEADER_SIZE, 4);
-    put_le(h + 16, (uint32_t)getpid(), 4);
-    put_le(h + 20, (uint32_t)getppid(), 4);
-    put_le(h + 24, T.start_ns, 8);
-    T.pos = TRACE_HEADER_SIZE;
+    memcpy(h, TRACE_MAGIC, TRACE_MAGIC_BYTES);
+    put_le(h + TRACE_HEADER_AT_VERSION, TRACE_VERSION, 2);
+    h[TRACE_HEADER_AT_POINTER_SIZE] = (unsigned char)sizeof(void *);
+    h[TRACE_HEADER_AT_BYTE_ORDER] =
+        __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? TRACE_LITTLE_ENDIAN : TRACE_BIG_ENDIAN;
+    put_le(h + TRACE_HEADER_AT_HEADER_BYTES, TRACE_HEADER_BYTES, 4);
+    put_le(h + TRACE_HEADER_AT_PID, (uint32_t)getpid(), 4);
+    put_le(h + TRACE_HEADER_AT_PARENT_PID, (uint32_t)getppid(), 4);
+    put_le(h + TRACE_HEADER_AT_START_NS, T.start_ns, 8);
+    T.pos = TRACE_HEADER_BYTES;
     T.on = true;
 }
 
@@ -728,7 +709,7 @@ void trace_close(uint64_t n_findings)
     if (T.on && !fd_ok_locked())
         T.on = false;
     if (T.on)
-        EMIT(TAG_END, { e_u(e, n_findings); });
+        EMIT(TRACE_END, { e_u(e, n_findings); });
     if (T.map)
         munmap(T.map, T.map_size);
     if (T.fd >= 0 && fd_ok_locked()) {
@@ -774,7 +755,7 @@ uint64_t trace_arena(const char *name, uintptr_t base, uint64_t size_bytes, uint
     uint64_t id = 0;
     LOCKED({
         uint32_t aid = T.next_arena + 1;
-        EMIT(TAG_ARENA, {
+        EMIT(TRACE_ARENA, {
             e_u(e, aid);
             e_name(e, name);
             e_u(e, base);
@@ -789,7 +770,7 @@ uint64_t trace_arena(const char *name, uintptr_t base, uint64_t size_bytes, uint
 
 void trace_arena_end(uint64_t arena_id, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_ARENA_END, {
+    LOCKED(EMIT(TRACE_ARENA_END, {
                e_u(e, arena_id);
                e_stack(e, stack);
            }););
@@ -799,7 +780,7 @@ void trace_bind(const char *tensor, uint64_t arena_id, uint64_t offset_bytes, ui
                 unsigned flags, uint32_t stack)
 {
     uint64_t tid = (uint64_t)shim_tid();
-    LOCKED(EMIT(TAG_BIND, {
+    LOCKED(EMIT(TRACE_BIND, {
                e_name(e, tensor);
                e_u(e, arena_id);
                e_u(e, offset_bytes);
@@ -813,7 +794,7 @@ void trace_bind(const char *tensor, uint64_t arena_id, uint64_t offset_bytes, ui
 void trace_view(const char *tensor, const char *base, uint64_t view_offset_bytes,
                 uint64_t size_bytes, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_VIEW, {
+    LOCKED(EMIT(TRACE_VIEW, {
                e_name(e, tensor);
                e_name(e, base);
                e_u(e, view_offset_bytes);
@@ -824,7 +805,7 @@ void trace_view(const char *tensor, const char *base, uint64_t view_offset_bytes
 
 void trace_release(const char *tensor, unsigned flags, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_RELEASE, {
+    LOCKED(EMIT(TRACE_RELEASE, {
                e_name(e, tensor);
                e_u(e, flags);
                e_stack(e, stack);
@@ -843,7 +824,7 @@ void trace_op(uint64_t op_id, const char *name, int stream, const char *const *r
               const char *const *inplace, size_t n_inplace, uint32_t stack)
 {
     uint64_t tid = (uint64_t)shim_tid();
-    LOCKED(EMIT(TAG_OP, {
+    LOCKED(EMIT(TRACE_OP, {
                e_u(e, op_id);
                e_name(e, name);
                e_u(e, (unsigned)stream);
@@ -859,12 +840,12 @@ void trace_op(uint64_t op_id, const char *name, int stream, const char *const *r
 
 void trace_op_end(uint64_t op_id)
 {
-    LOCKED(EMIT(TAG_OP_END, { e_u(e, op_id); }););
+    LOCKED(EMIT(TRACE_OP_END, { e_u(e, op_id); }););
 }
 
 void trace_record(int event, int stream, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_RECORD, {
+    LOCKED(EMIT(TRACE_RECORD, {
                e_u(e, (unsigned)event);
                e_u(e, (unsigned)stream);
                e_stack(e, stack);
@@ -873,7 +854,7 @@ void trace_record(int event, int stream, uint32_t stack)
 
 void trace_wait(int stream, int event, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_WAIT, {
+    LOCKED(EMIT(TRACE_WAIT, {
                e_u(e, (unsigned)stream);
                e_u(e, (unsigned)event);
                e_stack(e, stack);
@@ -882,12 +863,12 @@ void trace_wait(int stream, int event, uint32_t stack)
 
 void trace_sync(uint32_t stack)
 {
-    LOCKED(EMIT(TAG_SYNC, { e_stack(e, stack); }););
+    LOCKED(EMIT(TRACE_SYNC, { e_stack(e, stack); }););
 }
 
 void trace_plan(const char *json, size_t json_bytes, uint32_t stack)
 {
-    LOCKED(EMIT(TAG_PLAN, {
+    LOCKED(EMIT(TRACE_PLAN, {
                e_str(e, json ? json : "", json ? json_bytes : 0);
                e_stack(e, stack);
            }););
@@ -897,7 +878,7 @@ void trace_finding(const char *kind, const char *message, const char *const *ten
                    size_t n_tensors, const char *const *roles, const uint32_t *stacks,
                    size_t n_stacks, uint64_t fault_stacks, bool suppressed)
 {
-    LOCKED(EMIT(TAG_FINDING, {
+    LOCKED(EMIT(TRACE_FINDING, {
                e_cstr(e, kind);
                e_cstr(e, message);
                e_names(e, tensors, n_tensors);

@@ -2,6 +2,7 @@
 #include "picture/view.h"
 
 #include "check/cache.h"
+#include "core/trace_format.h"
 #include "report/report.h"
 
 #include <stdlib.h>
@@ -405,14 +406,14 @@ fail:
 
 bool view_file_is_trace(const char *path)
 {
-    static const char magic[8] = {'T', 'L', 'S', 'A', 'N', 'T', 'R', 'C'};
     if (strcmp(path, "-") == 0)
         return false; /* standard input cannot be peeked at and read again */
     FILE *f = fopen(path, "rb");
     if (!f)
         return false;
-    char head[8];
-    bool is = fread(head, 1, sizeof head, f) == sizeof head && memcmp(head, magic, 8) == 0;
+    char head[TRACE_MAGIC_BYTES];
+    bool is = fread(head, 1, sizeof head, f) == sizeof head &&
+              memcmp(head, TRACE_MAGIC, TRACE_MAGIC_BYTES) == 0;
     fclose(f);
     return is;
 }

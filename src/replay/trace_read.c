@@ -9,9 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define TRACE_MAGIC      "TLSANTRC"
-#define TRACE_HEADER_MIN 32u
-
 /* A growable array of fixed-size items. */
 typedef struct vec {
     void *data;
@@ -61,7 +58,7 @@ typedef struct cursor {
 static uint64_t get_u(cursor *c)
 {
     uint64_t v = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
+    for (unsigned shift = 0; shift < 7 * TRACE_VARINT_MAX_BYTES; shift += 7) {
         if (c->p >= c->end) {
             c->bad = true;
             return 0;
@@ -395,7 +392,7 @@ static tlsan_status decode_record(decoder *d, unsigned tag, cursor *c)
         if (c->p < c->end)
             ev.fault_stacks = get_u(c);
         if (c->p < c->end)
-            ev.suppressed = (get_u(c) & 1) != 0;
+            ev.suppressed = (get_u(c) & TRACE_FINDING_SUPPRESSED) != 0;
         break;
     }
     case TRACE_END:
@@ -432,22 +429,22 @@ tlsan_status trace_read_buffer(const void *data, size_t n_bytes, const char *lab
     t->blocks.item_bytes = sizeof(void *);
     decoder d = {.t = t, .err = err, .offset = 0};
 
-    if (n_bytes < TRACE_HEADER_MIN || memcmp(p, TRACE_MAGIC, 8) != 0) {
+    if (n_bytes < TRACE_HEADER_BYTES || memcmp(p, TRACE_MAGIC, TRACE_MAGIC_BYTES) != 0) {
         st = bad(&d, "not a tlsan trace (no TLSANTRC header)");
         goto fail;
     }
-    if (le(p + 8, 2) != 1) {
-        st = error_failf(err, "offset 8", "trace version %u is not supported (this tlsan reads 1)",
-                         (unsigned)le(p + 8, 2));
+    if (le(p + TRACE_HEADER_AT_VERSION, 2) != TRACE_VERSION) {
+        st = error_failf(err, "offset 8", "trace version %u is not supported (this tlsan reads %u)",
+                         (unsigned)le(p + TRACE_HEADER_AT_VERSION, 2), (unsigned)TRACE_VERSION);
         goto fail;
     }
-    uint64_t header_bytes = le(p + 12, 4);
-    if (header_bytes < TRACE_HEADER_MIN || header_bytes > n_bytes) {
+    uint64_t header_bytes = le(p + TRACE_HEADER_AT_HEADER_BYTES, 4);
+    if (header_bytes < TRACE_HEADER_BYTES || header_bytes > n_bytes) {
         st = error_fail(err, "header size out of range", "offset 12");
         goto fail;
     }
-    t->pid = (uint32_t)le(p + 16, 4);
-    t->parent_pid = (uint32_t)le(p + 20, 4);
+    t->pid = (uint32_t)le(p + TRACE_HEADER_AT_PID, 4);
+    t->parent_pid = (uint32_t)le(p + TRACE_HEADER_AT_PARENT_PID, 4);
 
     bool ended = false;
     size_t pos = (size_t)header_bytes;

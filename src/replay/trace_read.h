@@ -7,30 +7,12 @@
 #ifndef TLSAN_TRACE_READ_H
 #define TLSAN_TRACE_READ_H
 
+#include "core/trace_format.h"
 #include "tlsan/plan.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-enum trace_tag {
-    TRACE_STRING = 1,
-    TRACE_MODULE = 2,
-    TRACE_STACK = 3,
-    TRACE_ARENA = 4,
-    TRACE_ARENA_END = 5,
-    TRACE_BIND = 6,
-    TRACE_VIEW = 7,
-    TRACE_RELEASE = 8,
-    TRACE_OP = 9,
-    TRACE_OP_END = 10,
-    TRACE_RECORD = 11,
-    TRACE_WAIT = 12,
-    TRACE_SYNC = 13,
-    TRACE_PLAN = 14,
-    TRACE_FINDING = 15,
-    TRACE_END = 16,
-};
 
 typedef struct trace_module {
     uint64_t base, size_bytes;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
+#include "core/trace_format.h"
 #include "picture/view.h"
 #include "support/tcheck.h"
 
@@ -440,7 +441,7 @@ static void trace_magic(void **state)
     snprintf(plan, sizeof plan, "%s/plan.json", dir);
     FILE *f = fopen(trace, "wb");
     assert_non_null(f);
-    fwrite("TLSANTRC\x01\0\0\0", 1, 12, f);
+    fwrite(TRACE_MAGIC "\x01\0\0\0", 1, TRACE_MAGIC_BYTES + 4, f);
     fclose(f);
     f = fopen(plan, "wb");
     assert_non_null(f);

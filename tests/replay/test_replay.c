@@ -24,23 +24,24 @@ static void build_run(tracegen *g)
     tg_header(g, 7);
     const char *strings[] = {"a0", "x", "y", "w1", "w2", "r", "v"};
     for (unsigned i = 0; i < 7; i++)
-        tg_rec(g, 1, "us", U(i + 1), strings[i]);
-    tg_rec(g, 2, "uuus", U(1), U(0), U(0x1000), "/nonexistent/engine");
-    tg_rec(g, 3, "uuuu", U(1), U(1), U(1), U(0x123));
-    tg_rec(g, 4, "uuuuu", U(1), U(1), U(0x10000), U(4096), U(0));
-    tg_rec(g, 6, "uuuuuuu", U(2), U(1), U(0), U(128), U(1), U(1), U(9));  /* x, input */
-    tg_rec(g, 6, "uuuuuuu", U(3), U(1), U(64), U(128), U(0), U(0), U(9)); /* y on x */
-    tg_rec(g, 9, "uuuuuuuuuu", U(1), U(4), U(0), U(1), U(2), U(1), U(3), U(0), U(0), U(9));
-    tg_rec(g, 10, "u", U(1));
-    tg_rec(g, 9, "uuuuuuuuuu", U(2), U(6), U(0), U(1), U(2), U(0), U(0), U(0), U(0), U(9));
-    tg_rec(g, 8, "uuu", U(2), U(0), U(0));
-    tg_rec(g, 6, "uuuuuuu", U(2), U(1), U(512), U(256), U(2), U(0), U(9)); /* x#2, output */
-    tg_rec(g, 7, "uuuuu", U(7), U(2), U(128), U(64), U(0));                /* v of x#2 */
-    tg_rec(g, 9, "uuuuuuuuuu", U(3), U(5), U(1), U(0), U(1), U(7), U(0), U(1), U(0), U(9));
-    tg_rec(g, 11, "uuu", U(3), U(1), U(0));
-    tg_rec(g, 12, "uuu", U(0), U(3), U(0));
-    tg_rec(g, 13, "u", U(0));
-    tg_rec(g, 16, "u", U(0));
+        tg_rec(g, TRACE_STRING, "us", U(i + 1), strings[i]);
+    tg_rec(g, TRACE_MODULE, "uuus", U(1), U(0), U(0x1000), "/nonexistent/engine");
+    tg_rec(g, TRACE_STACK, "uuuu", U(1), U(1), U(1), U(0x123));
+    tg_rec(g, TRACE_ARENA, "uuuuu", U(1), U(1), U(0x10000), U(4096), U(0));
+    tg_rec(g, TRACE_BIND, "uuuuuuu", U(2), U(1), U(0), U(128), U(1), U(1), U(9));  /* x, input */
+    tg_rec(g, TRACE_BIND, "uuuuuuu", U(3), U(1), U(64), U(128), U(0), U(0), U(9)); /* y on x */
+    tg_rec(g, TRACE_OP, "uuuuuuuuuu", U(1), U(4), U(0), U(1), U(2), U(1), U(3), U(0), U(0), U(9));
+    tg_rec(g, TRACE_OP_END, "u", U(1));
+    tg_rec(g, TRACE_OP, "uuuuuuuuuu", U(2), U(6), U(0), U(1), U(2), U(0), U(0), U(0), U(0), U(9));
+    tg_rec(g, TRACE_RELEASE, "uuu", U(2), U(0), U(0));
+    tg_rec(g, TRACE_BIND, "uuuuuuu", U(2), U(1), U(512), U(256), U(2), U(0),
+           U(9));                                                    /* x#2, output */
+    tg_rec(g, TRACE_VIEW, "uuuuu", U(7), U(2), U(128), U(64), U(0)); /* v of x#2 */
+    tg_rec(g, TRACE_OP, "uuuuuuuuuu", U(3), U(5), U(1), U(0), U(1), U(7), U(0), U(1), U(0), U(9));
+    tg_rec(g, TRACE_RECORD, "uuu", U(3), U(1), U(0));
+    tg_rec(g, TRACE_WAIT, "uuu", U(0), U(3), U(0));
+    tg_rec(g, TRACE_SYNC, "u", U(0));
+    tg_rec(g, TRACE_END, "u", U(0));
 }
 
 static char *plan_json(const tlsan_plan *plan)
@@ -104,20 +105,22 @@ static size_t findings_of_two_runs(bool release_output, const char **first_kind)
     tg_header(&g, 9);
     const char *strings[] = {"a0", "y", "t", "mk", "use"};
     for (unsigned i = 0; i < 5; i++)
-        tg_rec(&g, 1, "us", U(i + 1), strings[i]);
-    tg_rec(&g, 4, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
+        tg_rec(&g, TRACE_STRING, "us", U(i + 1), strings[i]);
+    tg_rec(&g, TRACE_ARENA, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
     for (int run = 0; run < 2; run++) {
-        tg_rec(&g, 6, "uuuuuuu", U(2), U(1), U(0), U(64), U(2), U(0), U(1)); /* y, output */
-        tg_rec(&g, 9, "uuuuuuuuuu", U(run * 2 + 1), U(4), U(0), U(0), U(1), U(2), U(0), U(0), U(0),
-               U(1));
+        tg_rec(&g, TRACE_BIND, "uuuuuuu", U(2), U(1), U(0), U(64), U(2), U(0),
+               U(1)); /* y, output */
+        tg_rec(&g, TRACE_OP, "uuuuuuuuuu", U(run * 2 + 1), U(4), U(0), U(0), U(1), U(2), U(0), U(0),
+               U(0), U(1));
         if (release_output)
-            tg_rec(&g, 8, "uuu", U(2), U(0), U(0));
-        tg_rec(&g, 6, "uuuuuuu", U(3), U(1), U(0), U(64), U(0), U(0), U(1)); /* t on y */
-        tg_rec(&g, 9, "uuuuuuuuu", U(run * 2 + 2), U(5), U(0), U(0), U(1), U(3), U(0), U(0), U(1));
-        tg_rec(&g, 8, "uuu", U(3), U(0), U(0));
+            tg_rec(&g, TRACE_RELEASE, "uuu", U(2), U(0), U(0));
+        tg_rec(&g, TRACE_BIND, "uuuuuuu", U(3), U(1), U(0), U(64), U(0), U(0), U(1)); /* t on y */
+        tg_rec(&g, TRACE_OP, "uuuuuuuuu", U(run * 2 + 2), U(5), U(0), U(0), U(1), U(3), U(0), U(0),
+               U(1));
+        tg_rec(&g, TRACE_RELEASE, "uuu", U(3), U(0), U(0));
     }
-    tg_rec(&g, 5, "uu", U(1), U(0));
-    tg_rec(&g, 16, "u", U(0));
+    tg_rec(&g, TRACE_ARENA_END, "uu", U(1), U(0));
+    tg_rec(&g, TRACE_END, "u", U(0));
     trace_data *t = NULL;
     tlsan_error err = {0};
     assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);
@@ -157,15 +160,15 @@ static void test_odd_annotations(void **state)
     (void)state;
     tracegen g = {0};
     tg_header(&g, 10);
-    tg_rec(&g, 1, "us", U(1), "a0");
-    tg_rec(&g, 1, "us", U(2), "bad\xff\xc3name");
-    tg_rec(&g, 1, "us", U(3), "");
-    tg_rec(&g, 1, "us", U(4), "v");
-    tg_rec(&g, 4, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
-    tg_rec(&g, 6, "uuuuuuu", U(2), U(1), U(0), U(64), U(0), U(0), U(1));
-    tg_rec(&g, 7, "uuuuu", U(4), U(2), U(UINT64_MAX), U(8), U(0));
-    tg_rec(&g, 9, "uuuuuuuuuu", U(1), U(3), U(0), U(1), U(4), U(1), U(2), U(0), U(0), U(1));
-    tg_rec(&g, 16, "u", U(0));
+    tg_rec(&g, TRACE_STRING, "us", U(1), "a0");
+    tg_rec(&g, TRACE_STRING, "us", U(2), "bad\xff\xc3name");
+    tg_rec(&g, TRACE_STRING, "us", U(3), "");
+    tg_rec(&g, TRACE_STRING, "us", U(4), "v");
+    tg_rec(&g, TRACE_ARENA, "uuuuu", U(1), U(1), U(0x10000), U(256), U(0));
+    tg_rec(&g, TRACE_BIND, "uuuuuuu", U(2), U(1), U(0), U(64), U(0), U(0), U(1));
+    tg_rec(&g, TRACE_VIEW, "uuuuu", U(4), U(2), U(UINT64_MAX), U(8), U(0));
+    tg_rec(&g, TRACE_OP, "uuuuuuuuuu", U(1), U(3), U(0), U(1), U(4), U(1), U(2), U(0), U(0), U(1));
+    tg_rec(&g, TRACE_END, "u", U(0));
     trace_data *t = NULL;
     tlsan_error err = {0};
     assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);
@@ -200,9 +203,9 @@ static void test_unbound_name_warned(void **state)
     (void)state;
     tracegen g = {0};
     tg_header(&g, 8);
-    tg_rec(&g, 1, "us", U(1), "ghost");
-    tg_rec(&g, 1, "us", U(2), "op");
-    tg_rec(&g, 9, "uuuuuuuuuu", U(1), U(2), U(0), U(1), U(1), U(0), U(0), U(0), U(0), U(0));
+    tg_rec(&g, TRACE_STRING, "us", U(1), "ghost");
+    tg_rec(&g, TRACE_STRING, "us", U(2), "op");
+    tg_rec(&g, TRACE_OP, "uuuuuuuuuu", U(1), U(2), U(0), U(1), U(1), U(0), U(0), U(0), U(0), U(0));
     trace_data *t = NULL;
     tlsan_error err = {0};
     assert_int_equal(trace_read_buffer(g.buf, g.n, "t", &t, &err), TLSAN_OK);

@@ -28,18 +28,19 @@ static trace_data *decode(const tracegen *g, tlsan_status want, const char *want
 static void build_run(tracegen *g)
 {
     tg_header(g, 4242);
-    tg_rec(g, 1, "us", U(1), "a0");
-    tg_rec(g, 1, "us", U(2), "x");
-    tg_rec(g, 1, "us", U(3), "mm");
-    tg_rec(g, 2, "uuus", U(1), U(0x400000), U(0x1000), "/bin/engine");
-    tg_rec(g, 3, "uuuuuu", U(1), U(2), U(1), U(0x10), U(0), U(0x7f0000001234));
-    tg_rec(g, 4, "uuuuu", U(1), U(1), U(0x1000), U(4096), U(1));
-    tg_rec(g, 6, "uuuuuuu", U(2), U(1), U(64), U(128), U(2), U(1), U(77));
-    tg_rec(g, 9, "uuuuuuuuuu", U(1), U(3), U(1), U(1), U(2), U(1), U(2), U(0), U(1), U(77));
-    tg_rec(g, 10, "u", U(1));
-    tg_rec(g, 8, "uuu", U(2), U(0), U(0));
-    tg_rec(g, 15, "ssuuusu", "live-corruption", "x changed", U(1), U(2), U(1), "read", U(1));
-    tg_rec(g, 16, "u", U(1));
+    tg_rec(g, TRACE_STRING, "us", U(1), "a0");
+    tg_rec(g, TRACE_STRING, "us", U(2), "x");
+    tg_rec(g, TRACE_STRING, "us", U(3), "mm");
+    tg_rec(g, TRACE_MODULE, "uuus", U(1), U(0x400000), U(0x1000), "/bin/engine");
+    tg_rec(g, TRACE_STACK, "uuuuuu", U(1), U(2), U(1), U(0x10), U(0), U(0x7f0000001234));
+    tg_rec(g, TRACE_ARENA, "uuuuu", U(1), U(1), U(0x1000), U(4096), U(1));
+    tg_rec(g, TRACE_BIND, "uuuuuuu", U(2), U(1), U(64), U(128), U(2), U(1), U(77));
+    tg_rec(g, TRACE_OP, "uuuuuuuuuu", U(1), U(3), U(1), U(1), U(2), U(1), U(2), U(0), U(1), U(77));
+    tg_rec(g, TRACE_OP_END, "u", U(1));
+    tg_rec(g, TRACE_RELEASE, "uuu", U(2), U(0), U(0));
+    tg_rec(g, TRACE_FINDING, "ssuuusu", "live-corruption", "x changed", U(1), U(2), U(1), "read",
+           U(1));
+    tg_rec(g, TRACE_END, "u", U(1));
 }
 
 static void test_decodes_a_run(void **state)
@@ -121,8 +122,8 @@ static void test_unknown_tag_skipped(void **state)
     tracegen g = {0};
     tg_header(&g, 1);
     tg_rec(&g, 99, "us", U(5), "future");
-    tg_rec(&g, 1, "us", U(1), "a");
-    tg_rec(&g, 16, "uu", U(0), U(12345)); /* an extra field of a later version */
+    tg_rec(&g, TRACE_STRING, "us", U(1), "a");
+    tg_rec(&g, TRACE_END, "uu", U(0), U(12345)); /* an extra field of a later version */
     trace_data *t = decode(&g, TLSAN_OK, NULL);
     assert_false(trace_truncated(t));
     assert_int_equal(trace_n_strings(t), 1);
@@ -146,40 +147,40 @@ static void test_refuses_broken(void **state)
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 1, "us", U(2), "skips id 1");
+    tg_rec(&g, TRACE_STRING, "us", U(2), "skips id 1");
     assert_null(decode(&g, TLSAN_ERR_INVALID, "string ids must be 1, 2, 3, ... in order"));
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 8, "uuu", U(7), U(0), U(0)); /* release of string 7, never defined */
+    tg_rec(&g, TRACE_RELEASE, "uuu", U(7), U(0), U(0)); /* release of string 7, never defined */
     assert_null(decode(&g, TLSAN_ERR_INVALID, "reference to an undefined string id"));
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 1, "us", U(1), "x");
-    tg_rec(&g, 6, "uuuuuuu", U(1), U(3), U(0), U(8), U(0), U(0), U(1)); /* arena 3 */
+    tg_rec(&g, TRACE_STRING, "us", U(1), "x");
+    tg_rec(&g, TRACE_BIND, "uuuuuuu", U(1), U(3), U(0), U(8), U(0), U(0), U(1)); /* arena 3 */
     assert_null(decode(&g, TLSAN_ERR_INVALID, "reference to an undefined arena id"));
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 13, ""); /* SYNC without its stack field */
+    tg_rec(&g, TRACE_SYNC, ""); /* SYNC without its stack field */
     assert_null(decode(&g, TLSAN_ERR_INVALID, "record shorter than its fields"));
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 3, "uuuu", U(1), U(1), U(5), U(0)); /* frame in module 5 */
+    tg_rec(&g, TRACE_STACK, "uuuu", U(1), U(1), U(5), U(0)); /* frame in module 5 */
     assert_null(decode(&g, TLSAN_ERR_INVALID, "frame names an undefined module id"));
     tg_free(&g);
 
     tg_header(&g, 1);
-    tg_rec(&g, 13, "u", U(9)); /* stack 9 */
+    tg_rec(&g, TRACE_SYNC, "u", U(9)); /* stack 9 */
     assert_null(decode(&g, TLSAN_ERR_INVALID, "reference to an undefined stack id"));
     tg_free(&g);
 
     /* An op claiming more names than its payload can hold. */
     tg_header(&g, 1);
-    tg_rec(&g, 1, "us", U(1), "x");
-    tg_rec(&g, 9, "uuuu", U(1), U(1), U(0), U(1000000));
+    tg_rec(&g, TRACE_STRING, "us", U(1), "x");
+    tg_rec(&g, TRACE_OP, "uuuu", U(1), U(1), U(0), U(1000000));
     assert_null(decode(&g, TLSAN_ERR_INVALID, "record shorter than its fields"));
     tg_free(&g);
 

@@ -24,6 +24,8 @@
 #include "shim.h"
 #include "trace.h"
 
+#include "core/trace_format.h"
+
 #define MiB (1u << 20)
 
 static char dir[64];
@@ -78,7 +80,7 @@ enum { END_OK, END_ZERO, END_TORN };
 /* Splits the records after the header; returns how the record stream ended. */
 static int records(const struct file *f, struct rec *out, size_t cap, size_t *n)
 {
-    size_t pos = 32;
+    size_t pos = TRACE_HEADER_BYTES;
     *n = 0;
     while (pos < f->len) {
         if (f->data[pos] == 0)
@@ -198,7 +200,9 @@ static void header_and_records_are_exact(void **state)
     struct file f = slurp(path);
     /* Header. */
     assert_true(f.len > 32);
-    assert_memory_equal(f.data, "TLSANTRC", 8);
+    assert_memory_equal(f.data, TRACE_MAGIC, TRACE_MAGIC_BYTES);
+    /* The bytes docs/trace-format.md gives, written out, so they check core/trace_format.h
+     * against the document. */
     static const unsigned char fixed[] = {1, 0, 8, 1, 32, 0, 0, 0};
     assert_memory_equal(f.data + 8, fixed, sizeof fixed);
     assert_int_equal(le32(f.data + 16), (uint32_t)getpid());
@@ -215,16 +219,16 @@ static void header_and_records_are_exact(void **state)
     assert_int_equal(r[i].at, 32);
     static const unsigned char s1[] = {1, 3, 'a', 'b', 'c'};
     assert_memory_equal(f.data + 32, ((unsigned char[]){1, 5}), 2);
-    expect_bytes(&r[i++], 1, s1, sizeof s1);
+    expect_bytes(&r[i++], TRACE_STRING, s1, sizeof s1);
     static const unsigned char s2[] = {2, 2, 'a', '0'};
-    expect_bytes(&r[i++], 1, s2, sizeof s2);
+    expect_bytes(&r[i++], TRACE_STRING, s2, sizeof s2);
     /* ARENA 1: name 2, base 0x1000 = 80 20, size 4096 = 80 20, stack 0. */
     static const unsigned char a1[] = {1, 2, 0x80, 0x20, 0x80, 0x20, 0};
-    expect_bytes(&r[i++], 4, a1, sizeof a1);
+    expect_bytes(&r[i++], TRACE_ARENA, a1, sizeof a1);
     static const unsigned char a2[] = {2, 2, 0x80, 0xa0, 0x02, 0x80, 0x01, 0};
-    expect_bytes(&r[i++], 4, a2, sizeof a2);
+    expect_bytes(&r[i++], TRACE_ARENA, a2, sizeof a2);
     /* MODULE 1 (this executable), before the STACK that needs it. */
-    assert_int_equal(r[i].tag, 2);
+    assert_int_equal(r[i].tag, TRACE_MODULE);
     {
         size_t p = 0;
         assert_int_equal(uv(r[i].p, &p, r[i].n), 1);
@@ -238,7 +242,7 @@ static void header_and_records_are_exact(void **state)
     }
     /* STACK 1: 2 frames; (module 0, absolute 0x10), (module 1, offset from its base). */
     {
-        assert_int_equal(r[i].tag, 3);
+        assert_int_equal(r[i].tag, TRACE_STACK);
         size_t p = 0;
         assert_int_equal(uv(r[i].p, &p, r[i].n), 1);
         assert_int_equal(uv(r[i].p, &p, r[i].n), 2);
@@ -252,7 +256,7 @@ static void header_and_records_are_exact(void **state)
     /* BIND: name 1, arena 1, offset 300 = ac 02, size 2^64-1 (10 bytes), flags 3, stack 1,
      * thread id. */
     {
-        assert_int_equal(r[i].tag, 6);
+        assert_int_equal(r[i].tag, TRACE_BIND);
         static const unsigned char head[] = {1,    1,    0xac, 0x02, 0xff, 0xff, 0xff, 0xff,
                                              0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 3,    1};
         assert_memory_equal(r[i].p, head, sizeof head);
@@ -262,17 +266,17 @@ static void header_and_records_are_exact(void **state)
         i++;
     }
     static const unsigned char s3[] = {3, 2, 't', '2'};
-    expect_bytes(&r[i++], 1, s3, sizeof s3);
-    assert_int_equal(r[i].tag, 6);
+    expect_bytes(&r[i++], TRACE_STRING, s3, sizeof s3);
+    assert_int_equal(r[i].tag, TRACE_BIND);
     assert_memory_equal(r[i].p, ((unsigned char[]){3, 2, 0, 1, 0, 1}), 6);
     i++;
     /* OP: strings op_a (4) and t3 (5) first. */
     static const unsigned char s4[] = {4, 4, 'o', 'p', '_', 'a'};
-    expect_bytes(&r[i++], 1, s4, sizeof s4);
+    expect_bytes(&r[i++], TRACE_STRING, s4, sizeof s4);
     static const unsigned char s5[] = {5, 2, 't', '3'};
-    expect_bytes(&r[i++], 1, s5, sizeof s5);
+    expect_bytes(&r[i++], TRACE_STRING, s5, sizeof s5);
     {
-        assert_int_equal(r[i].tag, 9);
+        assert_int_equal(r[i].tag, TRACE_OP);
         static const unsigned char op[] = {1, 4, 1, 2, 1, 3, 1, 5, 1, 5, 3, 0};
         assert_memory_equal(r[i].p, op, sizeof op);
         size_t p = sizeof op;
@@ -280,25 +284,25 @@ static void header_and_records_are_exact(void **state)
         assert_int_equal(p, r[i].n);
         i++;
     }
-    expect_bytes(&r[i++], 10, (unsigned char[]){1}, 1);
+    expect_bytes(&r[i++], TRACE_OP_END, (unsigned char[]){1}, 1);
     static const unsigned char s6[] = {6, 1, 'v'};
-    expect_bytes(&r[i++], 1, s6, sizeof s6);
-    expect_bytes(&r[i++], 7, (unsigned char[]){6, 1, 16, 8, 0}, 5);
-    expect_bytes(&r[i++], 8, (unsigned char[]){1, 1, 0}, 3);
-    expect_bytes(&r[i++], 11, (unsigned char[]){3, 2, 0}, 3);
-    expect_bytes(&r[i++], 12, (unsigned char[]){0, 3, 0}, 3);
-    expect_bytes(&r[i++], 13, (unsigned char[]){0}, 1);
-    expect_bytes(&r[i++], 14, (unsigned char[]){2, '{', '}', 0}, 4);
+    expect_bytes(&r[i++], TRACE_STRING, s6, sizeof s6);
+    expect_bytes(&r[i++], TRACE_VIEW, (unsigned char[]){6, 1, 16, 8, 0}, 5);
+    expect_bytes(&r[i++], TRACE_RELEASE, (unsigned char[]){1, 1, 0}, 3);
+    expect_bytes(&r[i++], TRACE_RECORD, (unsigned char[]){3, 2, 0}, 3);
+    expect_bytes(&r[i++], TRACE_WAIT, (unsigned char[]){0, 3, 0}, 3);
+    expect_bytes(&r[i++], TRACE_SYNC, (unsigned char[]){0}, 1);
+    expect_bytes(&r[i++], TRACE_PLAN, (unsigned char[]){2, '{', '}', 0}, 4);
     {
         static const unsigned char fi[] = {
             11,  's', 't', 'a', 'l', 'e', '-', 'w', 'r', 'i',
             't', 'e', 3,   'm', 's', 'g', 1,   1,   1,   8,
             'b', 'o', 'u', 'n', 'd', ' ', 'a', 't', 1,   1 /* fault stacks: stack 0 */,
             1 /* suppressed */};
-        expect_bytes(&r[i++], 15, fi, sizeof fi);
+        expect_bytes(&r[i++], TRACE_FINDING, fi, sizeof fi);
     }
-    expect_bytes(&r[i++], 5, (unsigned char[]){2, 0}, 2);
-    expect_bytes(&r[i++], 16, (unsigned char[]){5}, 1);
+    expect_bytes(&r[i++], TRACE_ARENA_END, (unsigned char[]){2, 0}, 2);
+    expect_bytes(&r[i++], TRACE_END, (unsigned char[]){5}, 1);
     assert_int_equal(i, n);
     assert_int_equal(r[n - 1].at + 3, f.len); /* END is the last bytes of the file */
     free(f.data);
@@ -332,7 +336,7 @@ static void interning_survives_growth(void **state)
     assert_int_equal(n, 100001);
     for (size_t i = 0; i < 100000; i += 997) {
         size_t p = 0;
-        assert_int_equal(r[i].tag, 1);
+        assert_int_equal(r[i].tag, TRACE_STRING);
         assert_int_equal(uv(r[i].p, &p, r[i].n), i + 1);
         uint64_t len = uv(r[i].p, &p, r[i].n);
         snprintf(name, sizeof name, "tensor_%zu", i);
@@ -371,12 +375,12 @@ static void a_dead_process_leaves_its_records(void **state)
     size_t n;
     assert_int_equal(records(&f, r, 8, &n), END_ZERO);
     assert_int_equal(n, 3);
-    assert_int_equal(r[1].tag, 14);
+    assert_int_equal(r[1].tag, TRACE_PLAN);
     size_t p = 0;
     assert_int_equal(uv(r[1].p, &p, r[1].n), big);
     assert_int_equal(r[1].p[p], 'j');
     assert_int_equal(r[1].p[p + big - 1], 'j');
-    assert_int_equal(r[2].tag, 1);
+    assert_int_equal(r[2].tag, TRACE_STRING);
     assert_int_equal(le32(f.data + 16), (uint32_t)pid);
     assert_int_equal(le32(f.data + 20), (uint32_t)getpid());
 
@@ -426,9 +430,9 @@ static void concurrent_writers_keep_records_whole(void **state)
     size_t strings = 0, ops = 0;
     for (size_t i = 0; i < n; i++) {
         size_t p = 0;
-        if (r[i].tag == 1) {
+        if (r[i].tag == TRACE_STRING) {
             assert_int_equal(uv(r[i].p, &p, r[i].n), ++strings);
-        } else if (r[i].tag == 9) {
+        } else if (r[i].tag == TRACE_OP) {
             ops++;
             uv(r[i].p, &p, r[i].n);
             uint64_t name = uv(r[i].p, &p, r[i].n);
@@ -437,7 +441,7 @@ static void concurrent_writers_keep_records_whole(void **state)
             assert_int_equal(uv(r[i].p, &p, r[i].n), 1);
             uint64_t read = uv(r[i].p, &p, r[i].n);
             assert_true(read >= 1 && read <= strings);
-        } else if (r[i].tag != 16) {
+        } else if (r[i].tag != TRACE_END) {
             fail_msg("unexpected tag %d", r[i].tag);
         }
     }
@@ -476,13 +480,14 @@ static void a_forked_child_writes_file_dot_pid(void **state)
     size_t n;
     assert_int_equal(records(&c, r, 8, &n), END_OK);
     assert_int_equal(n, 3);
-    expect_bytes(&r[0], 1, (unsigned char[]){1, 5, 'c', 'h', 'i', 'l', 'd'}, 7);
-    expect_bytes(&r[2], 16, (unsigned char[]){0}, 1);
+    expect_bytes(&r[0], TRACE_STRING, (unsigned char[]){1, 5, 'c', 'h', 'i', 'l', 'd'}, 7);
+    expect_bytes(&r[2], TRACE_END, (unsigned char[]){0}, 1);
 
     struct file p = slurp(path);
     assert_int_equal(records(&p, r, 8, &n), END_OK);
     assert_int_equal(n, 3);
-    expect_bytes(&r[1], 1, (unsigned char[]){2, 7, 'p', 'a', 'r', 'e', 'n', 't', '2'}, 9);
+    expect_bytes(&r[1], TRACE_STRING, (unsigned char[]){2, 7, 'p', 'a', 'r', 'e', 'n', 't', '2'},
+                 9);
     free(c.data);
     free(p.data);
 }
@@ -594,7 +599,7 @@ static void trace_dir_names_one_new_file_per_process(void **state)
     size_t n;
     assert_int_equal(records(&f, r, 4, &n), END_OK);
     assert_int_equal(n, 2);
-    expect_bytes(&r[0], 1, (unsigned char[]){1, 3, 't', 'w', 'o'}, 5);
+    expect_bytes(&r[0], TRACE_STRING, (unsigned char[]){1, 3, 't', 'w', 'o'}, 5);
     free(f.data);
 
     o->trace_dir[0] = '\0';
@@ -663,13 +668,13 @@ static void forked_children_in_a_trace_dir(void **state)
 /* Writes a header-only trace at p that started at `start_ns`. */
 static void fake_trace(const char *p, uint64_t start_ns)
 {
-    unsigned char h[32] = "TLSANTRC";
-    h[8] = 1;
-    h[10] = 8;
-    h[11] = 1;
-    h[12] = 32;
+    unsigned char h[TRACE_HEADER_BYTES] = TRACE_MAGIC;
+    h[TRACE_HEADER_AT_VERSION] = TRACE_VERSION;
+    h[TRACE_HEADER_AT_POINTER_SIZE] = 8;
+    h[TRACE_HEADER_AT_BYTE_ORDER] = TRACE_LITTLE_ENDIAN;
+    h[TRACE_HEADER_AT_HEADER_BYTES] = TRACE_HEADER_BYTES;
     for (int i = 0; i < 8; i++)
-        h[24 + i] = (unsigned char)(start_ns >> (8 * i));
+        h[TRACE_HEADER_AT_START_NS + i] = (unsigned char)(start_ns >> (8 * i));
     FILE *out = fopen(p, "wb");
     assert_non_null(out);
     assert_int_equal(fwrite(h, 1, sizeof h, out), sizeof h);
@@ -696,7 +701,7 @@ static void a_later_trace_in_file_is_kept(void **state)
     struct rec r[4];
     size_t n;
     assert_int_equal(records(&f, r, 4, &n), END_OK);
-    expect_bytes(&r[0], 1, (unsigned char[]){1, 4, 'm', 'i', 'n', 'e'}, 6);
+    expect_bytes(&r[0], TRACE_STRING, (unsigned char[]){1, 4, 'm', 'i', 'n', 'e'}, 6);
     free(f.data);
     unlink(mine);
 

@@ -46,11 +46,11 @@ static void put_le(tracegen *g, uint64_t v, unsigned bytes)
 
 void tg_header(tracegen *g, uint32_t pid)
 {
-    tg_raw(g, "TLSANTRC", 8);
-    put_le(g, 1, 2);
+    tg_raw(g, TRACE_MAGIC, TRACE_MAGIC_BYTES);
+    put_le(g, TRACE_VERSION, 2);
     put_le(g, 8, 1);
-    put_le(g, 1, 1);
-    put_le(g, 32, 4);
+    put_le(g, TRACE_LITTLE_ENDIAN, 1);
+    put_le(g, TRACE_HEADER_BYTES, 4);
     put_le(g, pid, 4);
     put_le(g, 1, 4);
     put_le(g, 0, 8);

@@ -1,6 +1,9 @@
-/* tracegen: writes traces by hand (docs/trace-format.md) for the reader and replay tests. */
+/* tracegen: writes traces by hand (docs/trace-format.md) for the reader and replay tests, with
+ * the format's numbers from core/trace_format.h (tags: TRACE_STRING ...). */
 #ifndef TLSAN_TEST_TRACEGEN_H
 #define TLSAN_TEST_TRACEGEN_H
+
+#include "core/trace_format.h"
 
 #include <stddef.h>
 #include <stdint.h>
