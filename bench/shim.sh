@@ -190,7 +190,7 @@ SELECT count(*), sum(length(b)), avg(c) FROM t WHERE b > '8';
 SELECT b FROM t ORDER BY b LIMIT 3 OFFSET 1000;
 SQL
     cc -E -std=c11 -D_GNU_SOURCE -DUNW_LOCAL_ONLY -I"$src/include" -I"$src/shim" -I"$src/src" \
-        "$src/shim/engine.c" -o "$tmp/engine.i"
+        "$src/shim/engine/engine.c" -o "$tmp/engine.i"
     echo
     echo "### peak resident set"
     echo
