@@ -26,15 +26,6 @@ static const struct opt_desc g_descs[] = {
 };
 #define N_DESCS (sizeof g_descs / sizeof g_descs[0])
 
-static void str_copy(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 void options_defaults(struct shim_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -44,7 +35,7 @@ void options_defaults(struct shim_options *o)
 #define DEF_CHECKSUM(f, d)       (f) = (d)
 #define DEF_HALT(f, d)           (f) = (d)
 #define DEF_LOGFMT(f, d)         (f) = (d)
-#define DEF_STR(f, d)            str_copy((f), sizeof(f), (d))
+#define DEF_STR(f, d)            out_copy_str((f), sizeof(f), (d))
 #define X(type, name, def, help) DEF_##type(o->name, def);
     SHIM_OPTIONS(X)
 #undef X

@@ -337,3 +337,12 @@ void out_reinit_lock(void)
 {
     shim_lock_reset(&g_write_lock);
 }
+
+void out_copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}

@@ -18,6 +18,10 @@ struct outbuf {
 void out_appendf(struct outbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void out_vappendf(struct outbuf *b, const char *fmt, va_list ap);
 
+/* Copies the string src into dst (cap bytes, cap > 0), cut to cap - 1 bytes; always
+ * NUL-terminated. No allocation, async-signal-safe. */
+void out_copy_str(char *dst, size_t cap, const char *src);
+
 /* The shim's own file descriptors (the log, the trace) and a program that closes every fd
  * it did not open (daemons, closefrom): the number may be closed under the shim and handed
  * to a file of the program's. So the shim's fds sit at a high number (not the lowest free

@@ -65,15 +65,6 @@ const char *shim_kind_name(enum shim_kind kind)
     return g_kind_names[kind];
 }
 
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 static struct report *begin(const char *kind, int symbolize, const char *fmt, va_list ap)
 {
     if (t_in_report)
@@ -90,7 +81,7 @@ static struct report *begin(const char *kind, int symbolize, const char *fmt, va
             sched_yield();
     }
     r->symbolize = symbolize;
-    copy_text(r->kind, sizeof r->kind, kind);
+    out_copy_str(r->kind, sizeof r->kind, kind);
     struct outbuf m = {r->message, 0, sizeof r->message};
     m.data[0] = '\0';
     out_vappendf(&m, fmt, ap);
@@ -245,7 +236,7 @@ static void add_stack(struct report *r, const char *title, uint32_t stack_id, bo
     for (size_t i = 0; i < n; i++)
         format_frame(&r->b, (unsigned)i, &frames[i]);
     if (r->n_stacks < REPORT_MAX_STACKS) {
-        copy_text(r->roles[r->n_stacks], sizeof r->roles[0], title);
+        out_copy_str(r->roles[r->n_stacks], sizeof r->roles[0], title);
         r->role_ptrs[r->n_stacks] = r->roles[r->n_stacks];
         r->stacks[r->n_stacks] = stack_id;
         if (exact_first)
@@ -268,7 +259,7 @@ void report_tensor(struct report *r, const char *name)
 {
     if (!r || !name || r->n_names >= REPORT_MAX_NAMES)
         return;
-    copy_text(r->names[r->n_names], sizeof r->names[0], name);
+    out_copy_str(r->names[r->n_names], sizeof r->names[0], name);
     r->name_ptrs[r->n_names] = r->names[r->n_names];
     r->n_names++;
 }

@@ -143,6 +143,10 @@ void report_gen_pair_u64(report_gen *j, uint64_t a, uint64_t b);
 /* "plans": [label, other plan's label] of a cache-key-collision; nothing for others. */
 void report_gen_plan_pair(report_gen *j, const tlsan_report *r, const tlsan_finding *f,
                           const char *label);
+/* The members every finding starts with in JSON, static or found at run time: kind,
+ * severity, tensors, message (into the map the caller opened). */
+void report_gen_finding_head(report_gen *j, const char *kind, const char *severity,
+                             const char *const *tensors, size_t n_tensors, const char *message);
 void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsan_finding *f);
 
 /* ---- explanations (report_explain.c) ---- */

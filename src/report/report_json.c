@@ -323,21 +323,29 @@ static void gen_stacks(report_gen *j, const tlsan_report *r, const tlsan_finding
         report_gen_close_map(j);
 }
 
+void report_gen_finding_head(report_gen *j, const char *kind, const char *severity,
+                             const char *const *tensors, size_t n_tensors, const char *message)
+{
+    report_gen_str(j, "kind");
+    report_gen_str(j, kind);
+    report_gen_str(j, "severity");
+    report_gen_str(j, severity);
+    report_gen_str(j, "tensors");
+    report_gen_open_array(j);
+    for (size_t i = 0; i < n_tensors; i++)
+        report_gen_str(j, tensors[i]);
+    report_gen_close_array(j);
+    report_gen_str(j, "message");
+    report_gen_str(j, message);
+}
+
 static void gen_finding(report_gen *j, const tlsan_report *r, const tlsan_finding *f)
 {
     char buf[48];
     report_gen_open_map(j);
-    report_gen_str(j, "kind");
-    report_gen_str(j, tlsan_kind_name(f->kind));
-    report_gen_str(j, "severity");
-    report_gen_str(j, tlsan_severity_name(tlsan_kind_severity(f->kind)));
-    report_gen_str(j, "tensors");
-    report_gen_open_array(j);
-    for (size_t i = 0; i < f->n_tensors; i++)
-        report_gen_str(j, f->tensors[i]);
-    report_gen_close_array(j);
-    report_gen_str(j, "message");
-    report_gen_str(j, f->message);
+    report_gen_finding_head(j, tlsan_kind_name(f->kind),
+                            tlsan_severity_name(tlsan_kind_severity(f->kind)), f->tensors,
+                            f->n_tensors, f->message);
     size_t pi = f->plan_index < 0 ? 0 : (size_t)f->plan_index;
     const char *label = report_plan_label(r, pi, buf, sizeof buf);
     if (label) {

@@ -89,17 +89,7 @@ void report_gen_runtime_findings(report_gen *j, const tlsan_report *r)
     for (size_t i = 0; i < r->n_runtime; i++) {
         const runtime_finding *f = &r->runtime[i];
         report_gen_open_map(j);
-        report_gen_str(j, "kind");
-        report_gen_str(j, f->kind);
-        report_gen_str(j, "severity");
-        report_gen_str(j, "error");
-        report_gen_str(j, "tensors");
-        report_gen_open_array(j);
-        for (size_t k = 0; k < f->n_tensors; k++)
-            report_gen_str(j, f->tensors[k]);
-        report_gen_close_array(j);
-        report_gen_str(j, "message");
-        report_gen_str(j, f->message);
+        report_gen_finding_head(j, f->kind, "error", f->tensors, f->n_tensors, f->message);
         report_gen_str(j, "found");
         report_gen_str(j, "at run time");
         if (r->runtime_process) {
