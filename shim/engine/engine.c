@@ -27,6 +27,7 @@
 
 #include "engine/engine.h"
 
+#include "checker_report.h"
 #include "checksum.h"
 #include "depot.h"
 #include "heap/heap.h"
@@ -51,6 +52,8 @@
 #define OVERFLOW_CHECK 64 /* bytes past a written root checked for the sentinel */
 #define SHOW_BYTES     16 /* bytes shown in stale-write and slot-overflow reports */
 #define MAX_WHO        4  /* other tensors listed in one report */
+/* The name a plan handed over goes by in its error messages and source positions. */
+#define PLAN_LOAD_LABEL "tlsan_plan_load"
 
 typedef unsigned long long ull; /* out.h formats %llu / %llx */
 
@@ -1886,41 +1889,10 @@ static void mark_plan_shared(const tlsan_plan *p)
     free(ix);
 }
 
-static void plan_tensor_lines(struct report *r, const tlsan_plan *p, int64_t index,
-                              const tlsan_finding *f, size_t i)
-{
-    if (index < 0 || (uint64_t)index >= p->n_tensors)
-        return;
-    const tensor_rec *t = &p->tensors[index];
-    const tensor_rec *root = &p->tensors[t->root];
-    const char *arena = plan_str(p, p->arenas[root->arena].name);
-    char life[96] = "";
-    if (f->has_lifetimes && i < 2) {
-        struct outbuf b = {life, 0, sizeof life - 1};
-        out_appendf(&b, ", lifetime [%lld, %lld]", (long long)f->lifetimes[i][0],
-                    (long long)f->lifetimes[i][1]);
-        life[b.len] = 0;
-    }
-    report_line(r, "  tensor '%s': arena '%s', bytes [%llu, %llu) (%llu bytes)%s",
-                plan_str(p, t->name), arena, (ull)t->abs_offset_bytes,
-                (ull)(t->abs_offset_bytes + t->bytes), (ull)t->bytes, life);
-    if (t->n_stack == 0)
-        report_line(r, "    (no stack in the plan)");
-    for (uint32_t k = 0; k < t->n_stack; k++)
-        report_line(r, "    #%u %s", k, plan_str(p, p->id_pool.v[t->stack_start + k]));
-}
-
-static void plan_op_lines(struct report *r, const tlsan_plan *p, int64_t index, const char *what)
-{
-    if (index < 0 || (uint64_t)index >= p->n_ops)
-        return;
-    const op_rec *o = &p->ops[index];
-    report_line(r, "  %sop '%s' (step %lld)", what, plan_str(p, o->name), (long long)index);
-    for (uint32_t k = 0; k < o->n_stack; k++)
-        report_line(r, "    #%u %s", k, plan_str(p, p->id_pool.v[o->stack_start + k]));
-}
-
-static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uint32_t stack)
+/* A finding of the plan handed over: the shim's headline, the checker's own body (the lines
+ * `tlsan check` prints for it), where the plan was loaded. */
+static void report_plan_finding(const tlsan_report *rep, const tlsan_finding *f,
+                                const tlsan_plan *p, uint32_t stack)
 {
     char where[300];
     struct outbuf wb = {where, 0, sizeof where - 1};
@@ -1932,20 +1904,7 @@ static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uin
     struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
-    report_line(r, "  %s", f->message);
-    for (size_t i = 0; i < f->n_tensors && i < 2; i++)
-        plan_tensor_lines(r, p, f->tensor_index[i], f, i);
-    if (f->has_steps)
-        report_line(r, "  steps %lld to %lld", (long long)f->steps[0], (long long)f->steps[1]);
-    if (f->has_bytes)
-        report_line(r, "  shared bytes [%llu, %llu)", (ull)f->bytes[0], (ull)f->bytes[1]);
-    plan_op_lines(r, p, f->op_index, "");
-    plan_op_lines(r, p, f->op_index2, "not ordered before it: ");
-    for (size_t i = 0; i < f->n_path; i++)
-        report_line(r, "  on the path where '%s' takes arm '%s'", f->path[i].if_name,
-                    f->path[i].arm);
-    if (f->approximate)
-        report_line(r, "  (approximate: judged on the union of branch paths)");
+    checker_report_body(r, rep, f, PLAN_LOAD_LABEL);
     report_stack(r, "plan loaded at", stack);
     report_end_finding(r, f, where);
 }
@@ -1967,7 +1926,7 @@ int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes)
     memset(&err, 0, sizeof err);
     int result = -1;
     tlsan_status st =
-        tlsan_read_buffer(plan_json, json_bytes, "tlsan_plan_load", &plan, &cache, &err);
+        tlsan_read_buffer(plan_json, json_bytes, PLAN_LOAD_LABEL, &plan, &cache, &err);
     if (st != TLSAN_OK) {
         char msg[1100];
         if (st == TLSAN_ERR_INVALID)
@@ -2000,7 +1959,7 @@ int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes)
         if (!p)
             p = tlsan_cache_plan(cache, 0);
         if (p)
-            report_plan_finding(f, p, stack);
+            report_plan_finding(rep, f, p, stack);
     }
     result = (int)n;
 done:

@@ -30,6 +30,7 @@
 
 #ifdef TLSAN_HAVE_GGML
 
+#include "checker_report.h"
 #include "checksum.h"
 #include "depot.h"
 #include "elfsym.h"
@@ -435,8 +436,9 @@ static uint64_t finding_key(const tlsan_finding *f)
 
 /* ---- reports ---- */
 
+/* What the plan cannot say about a ggml tensor: its node and op, type, shape, address. */
 static void tensor_lines(const struct glib *L, struct report *r, const struct gm_model *m,
-                         int64_t index, const tlsan_finding *f, size_t which)
+                         int64_t index)
 {
     if (index < 0 || (uint64_t)index >= m->n_tensors)
         return;
@@ -448,22 +450,15 @@ static void tensor_lines(const struct glib *L, struct report *r, const struct gm
         snprintf(what, sizeof what, "node %d (%s)", g->node, L->fn.model.op_desc(t));
     else
         snprintf(what, sizeof what, "leaf%s", (root->flags & TLSAN_TENSOR_INPUT) ? ", input" : "");
-    report_line(r, "  tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
+    report_line(r, "  ggml tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
                 L->fn.type_name(t->type), (long long)t->ne[0], (long long)t->ne[1],
                 (long long)t->ne[2], (long long)t->ne[3],
                 (root->flags & TLSAN_TENSOR_OUTPUT) ? ", output" : "", g->view ? ", a view" : "");
     if (root->arena >= 0) {
         const struct gm_arena *a = &m->arenas[root->arena];
-        uint64_t off = root->offset_bytes + (g->view ? g->offset_bytes : 0);
-        report_line(r, "    at %p: buffer '%s' (base %p, %llu bytes), bytes [%llu, %llu)", t->data,
-                    a->name, (void *)a->base, (ull)a->bytes, (ull)off, (ull)(off + g->bytes));
+        report_line(r, "    at %p: buffer '%s' (base %p, %llu bytes)", t->data, a->name,
+                    (void *)a->base, (ull)a->bytes);
     }
-    if (f->has_lifetimes && which < 2)
-        report_line(r,
-                    "    live from step %lld to step %lld (steps are node indices; -1: before "
-                    "the graph, %d: after it)",
-                    (long long)f->lifetimes[which][0], (long long)f->lifetimes[which][1],
-                    m->n_nodes);
 }
 
 static void op_line(const struct glib *L, struct report *r, const struct gm_model *m, int64_t op,
@@ -485,23 +480,20 @@ static const char *stack_title(enum sight at)
     return at == AT_ALLOC ? "graph allocated at" : "graph computed at";
 }
 
-static void report_finding(const struct glib *L, const tlsan_finding *f, const struct gm_model *m,
-                           const char *where, enum sight at, uint32_t stack)
+/* A finding of the graph checked as a plan: the checker's own body (the lines `tlsan check`
+ * prints for it: arenas are buffers, steps node indices, ops 'OP#NODE'), then what only ggml
+ * knows of its tensors. */
+static void report_finding(const struct glib *L, const tlsan_report *rep, const tlsan_finding *f,
+                           const struct gm_model *m, const char *where, enum sight at,
+                           uint32_t stack)
 {
     struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
-    report_line(r, "  %s", f->message);
+    checker_report_body(r, rep, f, where);
     for (size_t i = 0; i < f->n_tensors && i < 2; i++)
-        tensor_lines(L, r, m, f->tensor_index[i], f, i);
-    if (f->has_steps)
-        report_line(r, "  colliding at steps %lld to %lld", (long long)f->steps[0],
-                    (long long)f->steps[1]);
-    if (f->has_bytes)
-        report_line(r, "  shared bytes [%llu, %llu) of the buffer", (ull)f->bytes[0],
-                    (ull)f->bytes[1]);
-    op_line(L, r, m, f->op_index, "");
-    op_line(L, r, m, f->op_index2, "not ordered before it: ");
+        tensor_lines(L, r, m, f->tensor_index[i]);
+    report_line(r, "  (steps are node indices; -1: before the graph, %d: after it)", m->n_nodes);
     report_stack(r, stack_title(at), stack);
     report_end_finding(r, f, where);
 }
@@ -615,7 +607,7 @@ __attribute__((noinline)) static void check_graph(const struct glib *L, struct g
     for (size_t i = 0; i < n; i++) {
         const tlsan_finding *f = tlsan_report_finding(rep, i);
         if (first_time(&g_seen, &g_seen_n, &g_seen_cap, finding_key(f)))
-            report_finding(L, f, &m, where, at, stack);
+            report_finding(L, rep, f, &m, where, at, stack);
     }
 done:
     tlsan_report_free(rep);
