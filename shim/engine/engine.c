@@ -26,6 +26,7 @@
 #include "tlsan/tlsan.h"
 
 #include "engine/engine.h"
+#include "engine/finding.h"
 
 #include "checker_report.h"
 #include "checksum.h"
@@ -634,6 +635,34 @@ static void finding_clobber(struct finding *f, const struct tensor *t)
     f->clob_hi = t->clob_hi;
 }
 
+/* The one constructor of a live-corruption finding: root t's bytes were found changed when
+ * `when` happened to it (op, op_stack, via: the op that read it and through which view; for a
+ * release or arena destroy, op NULL and op_stack that call's stack). Its cause is t's clobber
+ * mark (another root's write over it, or an in-place consumer), else a checksum that went from
+ * `expect` to `got`. */
+static struct finding *live_corruption_new(struct work *w, const struct tensor *t, int when,
+                                           const char *op, uint32_t op_stack, const char *via,
+                                           uint64_t expect, uint64_t got)
+{
+    int var = t->clob == CLOB_INPLACE ? F_INPLACE : t->clob == CLOB_WRITE ? F_CLOBBER : F_HASH;
+    struct finding *f = finding_new(w, var);
+    if (!f)
+        return NULL;
+    finding_tensor(f, t);
+    if (var != F_HASH)
+        finding_clobber(f, t);
+    finding_others(f, t);
+    f->when = when;
+    f->op = op;
+    f->op_stack = op_stack;
+    f->via = via;
+    if (var == F_HASH) {
+        f->expect = expect;
+        f->got = got;
+    }
+    return f;
+}
+
 static const char *when_text(int when)
 {
     switch (when) {
@@ -668,9 +697,7 @@ static void report_who(struct report *r, const struct who *w, const char *what)
 
 static void emit_live_corruption(const struct finding *f)
 {
-    struct report *r = report_begin(SHIM_KIND_LIVE_CORRUPTION, 1,
-                                    "on tensor '%s' in arena '%s' bytes [%llu, %llu)", f->tensor,
-                                    f->arena, (ull)f->lo, (ull)f->hi);
+    struct report *r = live_corruption_begin(f->tensor, f->arena, f->lo, f->hi, NULL);
     if (!r)
         return;
     char title[320], then[300];
@@ -952,19 +979,9 @@ static void jobs_apply(struct work *w)
             continue;
         bool store = t->bound && t->writers == 0;
         if (j->verify && j->got != j->expect && t->clob == CLOB_NONE) {
-            struct finding *f = finding_new(w, F_HASH);
-            if (f) {
-                finding_tensor(f, t);
-                finding_others(f, t);
-                f->when = j->when;
-                f->op = j->op;
-                f->op_stack = j->op_stack;
-                f->via = j->via;
-                f->expect = j->expect;
-                f->got = j->got;
-                if (j->when == W_RELEASE || j->when == W_DESTROY)
-                    f->op_stack = t->release_stack;
-            }
+            bool ended = j->when == W_RELEASE || j->when == W_DESTROY;
+            live_corruption_new(w, t, j->when, j->op, ended ? t->release_stack : j->op_stack,
+                                j->via, j->expect, j->got);
         }
         if (store) {
             t->hash = j->got;
@@ -980,14 +997,7 @@ static void clobbered_output(struct work *w, struct tensor *t, int when)
     if (!(t->flags & TLSAN_BIND_OUTPUT) || t->clob == CLOB_NONE || t->clob_reported)
         return;
     t->clob_reported = true;
-    struct finding *f = finding_new(w, t->clob == CLOB_INPLACE ? F_INPLACE : F_CLOBBER);
-    if (!f)
-        return;
-    finding_tensor(f, t);
-    finding_clobber(f, t);
-    finding_others(f, t);
-    f->when = when;
-    f->op_stack = t->release_stack;
+    live_corruption_new(w, t, when, NULL, t->release_stack, NULL, 0, 0);
 }
 
 /* ---- arenas ---- */
@@ -1633,17 +1643,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         if (t->clob != CLOB_NONE) {
             if (!t->clob_reported) {
                 t->clob_reported = true;
-                struct finding *f =
-                    finding_new(&w, t->clob == CLOB_INPLACE ? F_INPLACE : F_CLOBBER);
-                if (f) {
-                    finding_tensor(f, t);
-                    finding_clobber(f, t);
-                    finding_others(f, t);
-                    f->via = x->named != t ? x->name : NULL;
-                    f->op = op->name;
-                    f->op_stack = stack;
-                    f->when = W_READ;
-                }
+                live_corruption_new(&w, t, W_READ, op->name, stack, x->named != t ? x->name : NULL,
+                                    0, 0);
             }
             continue;
         }
@@ -1679,18 +1680,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         for (size_t i = 0; i < w.n_jobs; i++) {
             struct job *j = &w.jobs[i];
             if (j->t->gen == j->gen && op_writes(op, j->t) && j->t->epoch == j->epoch) {
-                if (j->verify && j->got != j->expect && j->t->clob == CLOB_NONE) {
-                    struct finding *f = finding_new(&w, F_HASH);
-                    if (f) {
-                        finding_tensor(f, j->t);
-                        finding_others(f, j->t);
-                        f->when = W_READ;
-                        f->op = op->name;
-                        f->op_stack = stack;
-                        f->expect = j->expect;
-                        f->got = j->got;
-                    }
-                }
+                if (j->verify && j->got != j->expect && j->t->clob == CLOB_NONE)
+                    live_corruption_new(&w, j->t, W_READ, op->name, stack, NULL, j->expect, j->got);
                 j->gen = 0; /* handled */
             }
         }

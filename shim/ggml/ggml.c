@@ -34,6 +34,7 @@
 #include "checksum.h"
 #include "depot.h"
 #include "elfsym.h"
+#include "engine/finding.h"
 #include "ggml/ggml_model.h"
 #include "out.h"
 #include "runtime_report.h"
@@ -771,9 +772,8 @@ static void report_corruption(const struct glib *L, const struct gm_model *m, ui
 {
     const struct gm_tensor *g = &m->tensors[r];
     const struct gm_arena *a = &m->arenas[g->arena];
-    struct report *rep = report_begin(
-        SHIM_KIND_LIVE_CORRUPTION, 1, "on '%s' in buffer '%s' bytes [%llu, %llu) in %s", g->name,
-        a->name, (ull)g->offset_bytes, (ull)(g->offset_bytes + g->bytes), where);
+    struct report *rep =
+        live_corruption_begin(g->name, a->name, g->offset_bytes, g->offset_bytes + g->bytes, where);
     if (!rep)
         return;
     char when[64];
