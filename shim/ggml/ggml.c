@@ -462,16 +462,6 @@ static void tensor_lines(const struct glib *L, struct report *r, const struct gm
     }
 }
 
-static void op_line(const struct glib *L, struct report *r, const struct gm_model *m, int64_t op,
-                    const char *what)
-{
-    if (op < 0 || op >= m->n_nodes || m->node_index[op] == UINT32_MAX)
-        return;
-    const struct gm_tensor *g = &m->tensors[m->node_index[op]];
-    report_line(r, "  %snode %lld: %s writing '%s'", what, (long long)op, L->fn.model.op_desc(g->t),
-                g->name);
-}
-
 /* Where a graph is seen: as ggml_gallocr (or the scheduler) allocates it, or as it is computed
  * (the first sight of a graph whose allocation the shim did not see). */
 enum sight { AT_ALLOC, AT_COMPUTE };
@@ -766,30 +756,38 @@ static size_t written_roots(const struct glib *L, const struct gm_model *m, int 
     return n;
 }
 
+/* Node i as the node that wrote `tensor` over [lo, hi); node -1 when i is not a node. */
+static struct finding_node_write node_write(const struct glib *L, const struct gm_model *m, int i,
+                                            const char *tensor, uint64_t lo, uint64_t hi)
+{
+    if (i < 0 || i >= m->n_nodes || m->node_index[i] == UINT32_MAX)
+        return (struct finding_node_write){.node = -1};
+    const struct gm_tensor *g = &m->tensors[m->node_index[i]];
+    return (struct finding_node_write){i, L->fn.model.op_desc(g->t), tensor ? tensor : g->name, lo,
+                                       hi};
+}
+
+/* Root r changed between its checksum (sum) and node `reader`: a live-corruption naming the
+ * nodes that wrote over its bytes meanwhile. */
 static void report_corruption(const struct glib *L, const struct gm_model *m, uint32_t r,
                               const struct sum *sum, int reader, uint64_t now, const char *where,
                               uint32_t stack)
 {
     const struct gm_tensor *g = &m->tensors[r];
     const struct gm_arena *a = &m->arenas[g->arena];
-    struct report *rep =
-        live_corruption_begin(g->name, a->name, g->offset_bytes, g->offset_bytes + g->bytes, where);
-    if (!rep)
-        return;
-    char when[64];
-    if (reader < m->n_nodes)
-        snprintf(when, sizeof when, "before node %d reads it", reader);
-    else
-        snprintf(when, sizeof when, "after the graph (it is an output)");
-    report_line(rep,
-                "  its bytes changed with no write of its own: checksum %016llx after %s, "
-                "%016llx %s",
-                (ull)sum->hash,
-                sum->hashed_at < 0 ? "the graph's inputs were set" : "its last write", (ull)now,
-                when);
+    struct finding f = {0};
+    struct finding_tensor victim = {g->name, 0, g->offset_bytes, g->offset_bytes + g->bytes};
+    struct live_corruption *v =
+        finding_live_corruption(&f, CORRUPTION_GRAPH_CHECKSUM, victim, a->name, MOMENT_READ,
+                                (struct finding_call){NULL, stack});
+    v->checksum_before = sum->hash;
+    v->checksum_after = now;
+    v->graph.name = where;
+    v->graph.n_nodes = m->n_nodes;
+    v->graph.reader_node = reader < m->n_nodes ? reader : m->n_nodes;
+    v->graph.hashed_at_inputs = sum->hashed_at < 0;
     if (sum->hashed_at >= 0)
-        op_line(L, rep, m, sum->hashed_at, "last written by ");
-    const char *culprit = NULL;
+        v->graph.last_write = node_write(L, m, sum->hashed_at, NULL, 0, 0);
     uint32_t w[GGML_MAX_SRC + 1];
     for (int k = sum->hashed_at + 1; k < reader && k < m->n_nodes; k++) {
         size_t n = written_roots(L, m, k, w);
@@ -801,22 +799,14 @@ static void report_corruption(const struct glib *L, const struct gm_model *m, ui
                 continue;
             uint64_t lo = o->offset_bytes > g->offset_bytes ? o->offset_bytes : g->offset_bytes;
             uint64_t e1 = o->offset_bytes + o->bytes, e2 = g->offset_bytes + g->bytes;
-            report_line(rep, "  overwritten by node %d (%s) writing '%s' over bytes [%llu, %llu)",
-                        k, L->fn.model.op_desc(m->tensors[m->node_index[k]].t), o->name, (ull)lo,
-                        (ull)(e1 < e2 ? e1 : e2));
-            if (!culprit)
-                culprit = o->name;
+            if (v->graph.n_overwrites < FINDING_MAX_NODE_WRITES)
+                v->graph.overwrites[v->graph.n_overwrites++] = (struct finding_node_write){
+                    k, L->fn.model.op_desc(m->tensors[m->node_index[k]].t), o->name, lo,
+                    e1 < e2 ? e1 : e2};
+            v->graph.n_overwrites_total++;
         }
     }
-    if (!culprit)
-        report_line(rep, "  no node of the graph wrote over its bytes meanwhile: a write outside "
-                         "the graph's tensors");
-    report_stack(rep, "graph computed at", stack);
-    report_tensor(rep, g->name);
-    if (culprit)
-        report_tensor(rep, culprit);
-    report_end(rep, "'%s' in %s%s%s%s", g->name, where, culprit ? " (overwritten by '" : "",
-               culprit ? culprit : "", culprit ? "')" : "");
+    finding_report(&f);
 }
 
 /* Verifies root r before node `reader` reads it (m->n_nodes: after the graph). noinline: the
