@@ -20,6 +20,8 @@
     X(HEAP_USE_AFTER_FREE, "heap-use-after-free", "an access to a freed large heap block")         \
     X(DOUBLE_FREE, "double-free", "a heap block freed twice")                                      \
     X(INVALID_FREE, "invalid-free", "free of a pointer malloc did not return")                     \
+    X(ALLOC_DEALLOC_MISMATCH, "alloc-dealloc-mismatch",                                            \
+      "a heap block released by another family (new[] + delete, malloc + delete, new + free)")     \
     X(LIVE_CORRUPTION, "live-corruption", "a live tensor changed with no write of its own")        \
     X(STALE_WRITE, "stale-write", "a released range changed before its next tenant")               \
     X(USE_AFTER_RELEASE, "use-after-release", "an op reads a released tensor")                     \

@@ -89,6 +89,9 @@ struct slot {
 /* The offset of the program's pointer into the real block: 0, or 8 << code (16 ... 256 KiB). */
 #define F_LEFT_SHIFT 5
 #define F_LEFT_MASK  (15u << F_LEFT_SHIFT)
+/* Then the family (heap.h's HEAP_FAMILY_MASK, bits 9 and 10); bit 11 is free. */
+_Static_assert((F_LEFT_MASK & HEAP_FAMILY_MASK) == 0 && (HEAP_FAMILY_MASK >> 12) == 0,
+               "the family's bits are its own, within the 12 bits of flags");
 
 /* The cold half of a slot: the same index in the shard's stack array. */
 struct stacks {
@@ -380,7 +383,7 @@ static unsigned left_code(size_t left)
 
 bool heap_layout(size_t n, size_t align, unsigned flags, size_t extra, struct heap_layout *l)
 {
-    *l = (struct heap_layout){0, 0, align > 16 ? align : 0, 0};
+    *l = (struct heap_layout){0, 0, align > 16 ? align : 0, 0, flags & HEAP_FAMILY_MASK};
     bool pow2 = (align & (align - 1)) == 0;
     if (!(flags & HEAP_ZEROED) && g_page && g_budget && n >= HEAP_GUARD_MIN && pow2 &&
         align <= g_page) {
@@ -415,7 +418,7 @@ static void real_free(void *p)
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
 {
     uintptr_t a = (uintptr_t)p;
-    flags &= HEAP_LITE | F_LEFT_MASK;
+    flags &= HEAP_LITE | F_LEFT_MASK | HEAP_FAMILY_MASK;
     if (!(flags & HEAP_LITE) && g_rz) {
         sentinel_fill((char *)p + size, g_rz);
         size_t lc = left_check(flags);
@@ -456,7 +459,7 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
 void *heap_track_block(void *real, size_t size, uint32_t alloc_stack, const struct heap_layout *l)
 {
     char *p = (char *)real + l->left;
-    if (heap_track(p, size, alloc_stack, l->code << F_LEFT_SHIFT))
+    if (heap_track(p, size, alloc_stack, l->code << F_LEFT_SHIFT | l->family))
         return p;
     return real; /* not tracked: the pass-through frees it as the real allocator's */
 }
@@ -612,6 +615,40 @@ static bool check_redzones(const struct block *e, uint32_t stack, const char *wh
     return under;
 }
 
+/* The functions of each family, as a report names them. */
+static const char *family_alloc_name(unsigned family)
+{
+    return family == HEAP_FAMILY_NEW         ? "operator new"
+           : family == HEAP_FAMILY_NEW_ARRAY ? "operator new []"
+                                             : "malloc";
+}
+
+static const char *family_free_name(unsigned family)
+{
+    return family == HEAP_FAMILY_NEW         ? "operator delete"
+           : family == HEAP_FAMILY_NEW_ARRAY ? "operator delete []"
+                                             : "free";
+}
+
+/* A block released by a function of another family than the one that allocated it. The free
+ * goes on (natively the pair often works: a trivially destructible new[] is a malloc), but
+ * it is undefined behaviour, and with a destructor or another allocator it corrupts. */
+static void report_mismatch(const struct block *e, unsigned dealloc, uint32_t free_stack)
+{
+    unsigned family = e->flags & HEAP_FAMILY_MASK;
+    struct report *r = report_begin(
+        SHIM_KIND_ALLOC_DEALLOC_MISMATCH, 0, "(%s vs %s) on address %p (a %zu-byte block)",
+        family_alloc_name(family), family_free_name(dealloc), (void *)e->addr, (size_t)e->size);
+    if (!r)
+        return;
+    report_line(r, "  allocated by %s, released by %s; the block is freed all the same",
+                family_alloc_name(family), family_free_name(dealloc));
+    report_stack(r, "freed here", free_stack);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_end(r, "(%s vs %s) of a %zu-byte block", family_alloc_name(family),
+               family_free_name(dealloc), (size_t)e->size);
+}
+
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
     struct report *r = report_begin(SHIM_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
@@ -730,6 +767,11 @@ static void set_flags(uintptr_t a, unsigned set, unsigned clear)
         s->e[i].meta |= (uint64_t)set << META_FLAGS_SHIFT;
     }
     shim_lock_drop(&s->lock);
+}
+
+void heap_set_family(void *p, enum heap_family family)
+{
+    set_flags((uintptr_t)p, family, HEAP_FAMILY_MASK & ~(unsigned)family);
 }
 
 /* The faulting thread's access to a guarded block: reported, then the program dies of the
@@ -1044,6 +1086,7 @@ void heap_free_claim(void *p, struct heap_claim *c)
         c->left = left_of(e.flags);
         c->alloc_stack = e.alloc_stack;
         c->free_stack = e.free_stack;
+        c->family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
         if (e.flags & F_FREED) {
             c->state = HEAP_CLAIM_FREED;
         } else if (e.flags & F_CLAIMED) {
@@ -1076,6 +1119,10 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
         report_double_free(&e, free_stack);
         end_as_natively(); /* glibc: "free(): double free detected" */
         return;
+    }
+    if (c->dealloc != c->family) {
+        struct block m = {a, c->size, c->family, c->alloc_stack, 0};
+        report_mismatch(&m, c->dealloc, free_stack);
     }
     uint64_t h;
     struct shard *s = shard_of(a, &h);
