@@ -49,9 +49,16 @@
 #define SAMPLE_WINDOWS   64u
 #define SAMPLE_WINDOW    64u
 #define REPORT_BYTES_MAX 16u
-#define LEFT_CHECK       16u   /* bytes of left redzone filled and checked */
-#define GUARD_MAX        1024u /* guarded blocks at once: each may split a mapping in three */
-#define GUARD_VA_FACTOR  64u   /* guarded address space held: this many times the budget */
+#define LEFT_CHECK       16u /* bytes of left redzone filled and checked */
+/* The periodic check of live blocks: every LIVE_SCAN_EVERY-th allocation in a shard checks
+ * the redzones of its next LIVE_SCAN_SLOTS slots (a cursor goes round the table), so an
+ * overflow of a block that stays live is found while the program runs, at a cost bounded
+ * per allocation (32 slots of 64 KiB of allocations: well under a nanosecond each). */
+#define LIVE_SCAN_EVERY 1024u
+#define LIVE_SCAN_SLOTS 32u
+#define LIVE_SCAN_BATCH 8u    /* damaged blocks collected under the lock, then reported */
+#define GUARD_MAX       1024u /* guarded blocks at once: each may split a mapping in three */
+#define GUARD_VA_FACTOR 64u   /* guarded address space held: this many times the budget */
 /* What a quarantined block costs beyond its bytes: its ring entry, its table slot and stack
  * ids at the table's load of at most a half. */
 #define QUARANTINE_META 80u
@@ -104,6 +111,7 @@ struct shard {
     struct slot *e;
     struct stacks *st; /* NULL until a block with a stack is tracked here: all stacks are 0 */
     uint64_t allocs, frees;
+    size_t scan_next; /* the periodic check's cursor (a slot index) */
 };
 
 /* What the table knows of one block, unpacked (for the checks and reports). */
@@ -415,6 +423,8 @@ static void real_free(void *p)
     }
 }
 
+static unsigned live_scan(struct shard *s, size_t slots, int at_exit, int symbolize);
+
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
 {
     uintptr_t a = (uintptr_t)p;
@@ -452,7 +462,10 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
     if ((alloc_stack || s->st) && stacks_of(s))
         s->st[i] = (struct stacks){alloc_stack, 0};
     s->allocs++;
+    bool scan = !(flags & HEAP_LITE) && g_rz && s->allocs % LIVE_SCAN_EVERY == 0;
     shim_lock_drop(&s->lock);
+    if (scan)
+        live_scan(s, LIVE_SCAN_SLOTS, 0, 0);
     return true;
 }
 
@@ -503,7 +516,9 @@ static bool take_freed_entry(uintptr_t a, struct block *out)
 
 /* ---- reports ---- */
 
-static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+/* The sentinel expected at `at` and the n bytes found there (`found`: a copy, or at itself). */
+static void report_bytes_found(struct report *r, const unsigned char *at,
+                               const unsigned char *found, size_t n)
 {
     char exp[3 * REPORT_BYTES_MAX + 1], got[3 * REPORT_BYTES_MAX + 1];
     struct outbuf e = {exp, 0, sizeof exp}, g = {got, 0, sizeof got};
@@ -511,10 +526,15 @@ static void report_bytes(struct report *r, const unsigned char *at, size_t n)
         n = REPORT_BYTES_MAX;
     for (size_t i = 0; i < n; i++) {
         out_appendf(&e, "%s%02x", i ? " " : "", sentinel_byte((uintptr_t)(at + i)));
-        out_appendf(&g, "%s%02x", i ? " " : "", at[i]);
+        out_appendf(&g, "%s%02x", i ? " " : "", found[i]);
     }
     report_line(r, "    expected: %s", exp);
     report_line(r, "    found:    %s", got);
+}
+
+static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+{
+    report_bytes_found(r, at, at, n);
 }
 
 static void report_write_after_free(const struct block *e, size_t off, int at_exit, int symbolize)
@@ -647,6 +667,103 @@ static void report_mismatch(const struct block *e, unsigned dealloc, uint32_t fr
     report_stack(r, "allocated here", e->alloc_stack);
     report_end(r, "(%s vs %s) of a %zu-byte block", family_alloc_name(family),
                family_free_name(dealloc), (size_t)e->size);
+}
+
+/* A redzone of a live block found changed by a scan (periodic, or at exit): what the scan
+ * copied under the shard lock, since the block may be freed once the lock is dropped. */
+struct damage {
+    struct block e;
+    size_t off; /* right: bytes past the end; left (under): bytes before the start */
+    bool under;
+    size_t n; /* bytes copied to found */
+    unsigned char found[REPORT_BYTES_MAX];
+};
+
+static void report_live_damage(const struct damage *d, int at_exit, int symbolize)
+{
+    const unsigned char *p = (const unsigned char *)d->e.addr;
+    const unsigned char *at = d->under ? p - d->off : p + d->e.size + d->off;
+    const char *unit = d->under && d->off == 1 ? "byte" : "bytes";
+    const char *when = at_exit ? "at exit" : "by a periodic check";
+    struct report *r =
+        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
+                     d->under ? "on address %p, %zu %s before the start of a %zu-byte block at %p "
+                                "(underflow)"
+                              : "on address %p, %zu %s past the end of a %zu-byte block at %p",
+                     (const void *)at, d->off, unit, (size_t)d->e.size, (const void *)p);
+    if (!r)
+        return;
+    report_line(r, "  the %zu-byte redzone %s the block changed (found %s; the block is live)",
+                d->under ? (size_t)LEFT_CHECK : g_rz, d->under ? "before" : "after", when);
+    report_line(r, "  bytes at %zu %s (%zu shown):", d->off,
+                d->under ? "before the start" : "past the end", d->n);
+    report_bytes_found(r, at, d->found, d->n);
+    report_stack(r, "allocated here", d->e.alloc_stack);
+    report_end(r, "%zu %s %s a %zu-byte block", d->off, unit,
+               d->under ? "before the start of" : "past the end of", (size_t)d->e.size);
+}
+
+/* The changed redzones of the live block at slot i (lock held), copied to out (room for 2)
+ * and refilled, so that its free does not report them again. Returns how many. */
+static unsigned live_damage(const struct shard *s, size_t i, struct damage *out)
+{
+    struct block e = block_at(s, i);
+    if (!e.addr || (e.flags & (F_FREED | F_CLAIMED | HEAP_LITE)) || !g_rz)
+        return 0;
+    unsigned char *p = (unsigned char *)e.addr;
+    unsigned k = 0;
+    size_t off = sentinel_find_change(p + e.size, g_rz);
+    if (off < g_rz) {
+        size_t n = g_rz - off < REPORT_BYTES_MAX ? g_rz - off : REPORT_BYTES_MAX;
+        out[k] = (struct damage){e, off, false, n, {0}};
+        memcpy(out[k].found, p + e.size + off, n);
+        sentinel_fill(p + e.size, g_rz);
+        k++;
+    }
+    size_t lc = left_check(e.flags);
+    off = lc ? sentinel_find_change(p - lc, lc) : lc;
+    if (off < lc) {
+        out[k] = (struct damage){e, lc - off, true, lc - off, {0}};
+        memcpy(out[k].found, p - (lc - off), lc - off);
+        sentinel_fill(p - lc, lc);
+        k++;
+    }
+    return k;
+}
+
+/* Checks the redzones of `slots` slots of s from its cursor (all of them: SIZE_MAX), the
+ * shard lock held while the blocks are read (none can be freed meanwhile), dropped for the
+ * reports. Returns the findings made. */
+static unsigned live_scan(struct shard *s, size_t slots, int at_exit, int symbolize)
+{
+    unsigned found = 0;
+    for (size_t done = 0; done < slots;) {
+        struct damage d[LIVE_SCAN_BATCH];
+        unsigned n = 0;
+        shim_lock_take(&s->lock);
+        size_t cap = s->mask + 1;
+        if (slots > cap)
+            slots = cap;
+        while (done < slots && n + 2 <= LIVE_SCAN_BATCH) {
+            size_t i = s->scan_next++ & s->mask;
+            n += live_damage(s, i, d + n);
+            done++;
+        }
+        shim_lock_drop(&s->lock);
+        for (unsigned k = 0; k < n; k++)
+            report_live_damage(&d[k], at_exit, symbolize);
+        found += n;
+    }
+    return found;
+}
+
+unsigned heap_verify_live(int symbolize)
+{
+    unsigned found = 0;
+    for (unsigned i = 0; i < SHARDS && g_rz; i++)
+        if (g_shards[i].e)
+            found += live_scan(&g_shards[i], SIZE_MAX, 1, symbolize);
+    return found;
 }
 
 static void report_double_free(const struct block *e, uint32_t free_stack)

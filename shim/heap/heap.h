@@ -175,6 +175,10 @@ void heap_set_family(void *p, enum heap_family family);
 
 /* Verifies every block still in the quarantine (at exit); returns the findings made. */
 unsigned heap_verify_quarantine(int symbolize);
+/* Checks the redzones of every live block (at exit: an overflow of a block never freed is
+ * found too; while the program runs, each shard's every 1024th allocation checks 32 of its
+ * slots in turn); returns the findings made. A changed redzone is refilled once reported. */
+unsigned heap_verify_live(int symbolize);
 
 struct heap_stats {
     uint64_t allocs, frees, live_blocks, quarantine_blocks, quarantine_bytes, evictions;

@@ -196,6 +196,24 @@ for ex in _exit _Exit; do
     expect_stack "$ex" heap-write-after-free exit_after_free "allocated here" "exit-after-free: allocated"
     expect_stack "$ex" heap-write-after-free exit_after_free "freed here" "exit-after-free: freed"
 done
+# Live blocks: an overflow or an underflow of a block never freed is found at exit, and one
+# that stays live through churn by the periodic check while the program runs, each with its
+# allocation stack; the program's output is kept.
+# live MODE WHERE WHEN
+live() {
+    run "$1"
+    expect_kind "$1" heap-buffer-overflow 1
+    expect_in "$err" "$2 a 40-byte block" "$1: where"
+    expect_in "$err" "(found $3; the block is live)" "$1: found $3"
+    expect_stack "$1" heap-buffer-overflow "${1//-/_}" "allocated here" "$1: allocated"
+    expect_count "$err" "^(freed|resized) here:" 0 "$1: no free stack"
+}
+live live-overflow "3 bytes past the end of" "at exit"
+expect_eq "$(cat "$tmp/out")" "live-overflow done" "live-overflow: output"
+live live-underflow "3 bytes before the start of" "at exit"
+live live-periodic "0 bytes past the end of" "by a periodic check"
+expect_eq "$(cat "$tmp/out")" $'churned\nlive-periodic done' "live-periodic: output"
+
 # C++: each mismatched pair of allocation and release functions is an alloc-dealloc-mismatch
 # naming both, with both stacks; the program goes on (natively such a pair often works).
 use_prog prog_heapbugs_cxx prog_heapbugs_cxx.cc

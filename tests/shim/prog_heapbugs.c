@@ -66,6 +66,34 @@ __attribute__((noinline)) static void use_after_free(void)
     v[4096] = 0x41; /* use-after-free: written */
 }
 
+/* Overflows and an underflow of blocks that are never freed: found at exit. */
+__attribute__((noinline)) static void live_overflow(void)
+{
+    unsigned char *p = malloc(40); /* live-overflow: allocated */
+    ((volatile unsigned char *)launder(p))[43] = 0x55;
+    sink = p;
+}
+
+__attribute__((noinline)) static void live_underflow(void)
+{
+    unsigned char *p = malloc(40); /* live-underflow: allocated */
+    ((volatile unsigned char *)launder(p))[-3] = 0x55;
+    sink = p;
+}
+
+/* An overflow of a block that stays live, then churn: the periodic check finds it while the
+ * program runs (the block is still live and unfreed when the finding is made). */
+__attribute__((noinline)) static void live_periodic(void)
+{
+    unsigned char *p = malloc(40); /* live-periodic: allocated */
+    ((volatile unsigned char *)launder(p))[40] = 0x55;
+    for (int i = 0; i < 3 << 19; i++)
+        free(launder(malloc(32)));
+    printf("churned\n");
+    fflush(stdout);
+    sink = p;
+}
+
 /* Each aligned allocator's block overflowed by one byte: its allocation stack starts at the
  * call here, not inside libc or the shim. */
 __attribute__((noinline)) static void aligned(void)
@@ -118,11 +146,18 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*run)(void);
-    } modes[] = {{"double-free", double_free},   {"write-after-free", write_after_free},
-                 {"overflow", overflow},         {"underflow", underflow},
-                 {"invalid-free", invalid_free}, {"use-after-free", use_after_free},
-                 {"aligned", aligned},           {"_exit", underscore_exit},
-                 {"_Exit", underscore_big_exit}};
+    } modes[] = {{"double-free", double_free},
+                 {"write-after-free", write_after_free},
+                 {"overflow", overflow},
+                 {"underflow", underflow},
+                 {"invalid-free", invalid_free},
+                 {"use-after-free", use_after_free},
+                 {"aligned", aligned},
+                 {"_exit", underscore_exit},
+                 {"_Exit", underscore_big_exit},
+                 {"live-overflow", live_overflow},
+                 {"live-underflow", live_underflow},
+                 {"live-periodic", live_periodic}};
     for (size_t i = 0; argc > 1 && i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
             modes[i].run();
