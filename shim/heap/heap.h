@@ -24,11 +24,14 @@ static inline unsigned char sentinel_byte(uintptr_t a)
 }
 
 /* How a freed block that was filled is verified when it leaves the quarantine (and at exit):
- * a block of at most HEAP_VERIFY_FULL_BYTES is compared in full; a larger one is sampled:
- * its first and last 256 bytes plus 64 windows of 64 bytes spread evenly between them
- * (about 4.5 KiB per block, so evicting a 1 GiB block costs microseconds, not a full scan).
- * A write that lands elsewhere in a large block is missed. */
-#define HEAP_VERIFY_FULL_BYTES 4096u
+ * a block of at most HEAP_VERIFY_FULL_BYTES is compared in full, which costs less than its
+ * fill at the free did (a read against a write of every byte); a larger one is sampled: its
+ * first and last 256 bytes plus 64 windows of 64 bytes spread evenly between them (about
+ * 4.5 KiB per block, so evicting a 1 GiB block costs microseconds, not a full scan). Blocks
+ * that large are normally guarded instead (HEAP_GUARD_MIN: their pages inaccessible, every
+ * access caught), so sampling is only for those that could not be (the guard registry full,
+ * an alignment above a page): a write that lands elsewhere in one of them is missed. */
+#define HEAP_VERIFY_FULL_BYTES (128u * 1024u)
 /* Returns the offset of the first changed byte the rule above finds, or n. */
 size_t sentinel_verify(const void *p, size_t n);
 

@@ -214,6 +214,22 @@ live live-underflow "3 bytes before the start of" "at exit"
 live live-periodic "0 bytes past the end of" "by a periodic check"
 expect_eq "$(cat "$tmp/out")" $'churned\nlive-periodic done' "live-periodic: output"
 
+# Freed blocks below the guarded size are verified in full: a write between the windows a
+# sampled verification reads is found at eviction. Above it the pages are guarded, also for a
+# calloc'd block (not page-aligned: its inner pages), and a read is caught as it happens.
+run mid-write-after-free
+expect_kind mid-write-after-free heap-write-after-free 1
+expect_in "$err" "at offset 40000 of a 65536-byte block" "mid-write-after-free: where"
+expect_stack mid-write-after-free heap-write-after-free mid_write_after_free "allocated here" "mid-write-after-free: allocated"
+expect_stack mid-write-after-free heap-write-after-free mid_write_after_free "freed here" "mid-write-after-free: freed"
+run calloc-use-after-free
+expect_kind calloc-use-after-free heap-use-after-free 1
+expect_in "$err" "a read of a freed block" "calloc-use-after-free: a read"
+expect_in "$err" "at offset 500000 of a 786432-byte block" "calloc-use-after-free: where"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "accessed here" "calloc-use-after-free: read"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "freed here" "calloc-use-after-free: freed"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "allocated here" "calloc-use-after-free: allocated"
+
 # C++: each mismatched pair of allocation and release functions is an alloc-dealloc-mismatch
 # naming both, with both stacks; the program goes on (natively such a pair often works).
 use_prog prog_heapbugs_cxx prog_heapbugs_cxx.cc
