@@ -342,6 +342,45 @@ static void put_cause_lines(text_out *o, const tlsan_report *r, const tlsan_find
         fprintf(o->out, "  suggestion: %s\n", hint);
 }
 
+/* The lines of a finding grouped under an access the planner missed: the group's first
+ * finding names the access, the others and the suggestion; the others point back to it. */
+static void put_access_cause_lines(text_out *o, const tlsan_report *r, const tlsan_finding *f)
+{
+    size_t idx = (size_t)(f - r->findings);
+    const access_cause *c = report_access_cause_of(r, idx);
+    if (!c)
+        return;
+    const tlsan_plan *p = report_plan_of(r, f);
+    const char *name = plan_str(p, p->tensors[c->tensor].name);
+    char acc[600];
+    report_access_text(r, c, acc, sizeof acc);
+    if (c->first_finding != idx) {
+        const tlsan_finding *first = &r->findings[c->first_finding];
+        fprintf(o->out,
+                "  follows from: %s, its last access (the cause given above with the %s between "
+                "'%s' and '%s')\n",
+                acc, tlsan_kind_name(first->kind), first->tensors[0], first->tensors[1]);
+        return;
+    }
+    fprintf(o->out,
+            "  cause: %s, its last access; without it '%s' is last accessed at step %" PRId64
+            ", before each of the %zu findings grouped here begins:",
+            acc, name, c->previous_step, c->n_findings);
+    bool first = true;
+    for (size_t i = 0; i < r->n_findings; i++) {
+        if (report_access_cause_of(r, i) != c)
+            continue;
+        const tlsan_finding *g = &r->findings[i];
+        fprintf(o->out, "%s%s between '%s' and '%s'", first ? " " : ", ", tlsan_kind_name(g->kind),
+                g->tensors[0], g->tensors[1]);
+        first = false;
+    }
+    fputc('\n', o->out);
+    char hint[1200];
+    report_access_suggestion(r, c, hint, sizeof hint);
+    fprintf(o->out, "  suggestion: %s\n", hint);
+}
+
 static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding *f,
                         const char *label)
 {
@@ -416,6 +455,7 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
             put_layout_details(o, p, f, t);
     }
     put_cause_lines(o, r, f);
+    put_access_cause_lines(o, r, f);
     if (f->approximate)
         fprintf(o->out, "  note: too many branch paths to enumerate; judged on the union of all "
                         "paths (conservative)\n");
@@ -484,14 +524,19 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
     }
     if (!label)
         label = "<plan>";
-    /* Findings that follow from one cause are printed right after it. */
+    /* Findings that follow from one cause are printed right after it; those grouped under
+     * one missed access right after the group's first. */
     for (size_t i = 0; i < r->n_findings; i++) {
         const tlsan_finding *f = &r->findings[i];
-        if (f->cause >= 0)
+        const access_cause *c = report_access_cause_of(r, i);
+        if (f->cause >= 0 || (c && c->first_finding != i))
             continue;
         put_finding(&o, r, f, label);
         for (size_t k = 0; report_count_effects(r, i) && k < r->n_findings; k++)
             if (r->findings[k].cause == (int64_t)i)
+                put_finding(&o, r, &r->findings[k], label);
+        for (size_t k = i + 1; c && k < r->n_findings; k++)
+            if (report_access_cause_of(r, k) == c)
                 put_finding(&o, r, &r->findings[k], label);
     }
     report_text_runtime(r, label, RULE, out);
