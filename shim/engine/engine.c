@@ -35,7 +35,7 @@
 #include "lock.h"
 #include "modules.h"
 #include "out.h"
-#include "check/plan.h" /* the private plan model (src/check/plan.h): plan stacks and byte ranges */
+#include "check/plan_query.h" /* the checker's interface to the shim */
 #include "runtime_report.h"
 #include "shim.h"
 #include "trace.h"
@@ -1597,56 +1597,18 @@ void tlsan_rt_host_sync(void)
 
 /* ---- plans ---- */
 
-static int cmp_root(const void *x, const void *y, void *arg)
+static void mark_name_plan_shared(void *ctx, const char *name)
 {
-    const tlsan_plan *p = arg;
-    const tensor_rec *a = &p->tensors[*(const uint32_t *)x], *b = &p->tensors[*(const uint32_t *)y];
-    if (a->arena != b->arena)
-        return a->arena < b->arena ? -1 : 1;
-    if (a->offset_bytes != b->offset_bytes)
-        return a->offset_bytes < b->offset_bytes ? -1 : 1;
-    return 0;
+    (void)ctx;
+    struct name *n = name_get(name, true);
+    if (n)
+        n->plan_shared = true;
 }
 
-/* checksum=shared: every root of the plan whose bytes intersect another root's. A sweep in
- * offset order: a root starting before the furthest end so far intersects the root that
- * reaches it, and every intersecting root is met that way. Lock held. */
+/* checksum=shared: every root of the plan whose bytes intersect another root's. Lock held. */
 static void mark_plan_shared(const tlsan_plan *p)
 {
-    uint32_t *ix = malloc((p->n_tensors + 1) * sizeof *ix);
-    if (!ix)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < p->n_tensors; i++)
-        if (p->tensors[i].view_of == NO_INDEX && p->tensors[i].bytes)
-            ix[n++] = (uint32_t)i;
-    qsort_r(ix, n, sizeof *ix, cmp_root, (void *)(uintptr_t)p) /* qsort_r passes it on untouched */;
-    uint64_t max_end = 0;
-    uint32_t max_at = NO_INDEX, arena = NO_INDEX;
-    for (size_t k = 0; k < n; k++) {
-        const tensor_rec *t = &p->tensors[ix[k]];
-        if (t->arena != arena) {
-            arena = t->arena;
-            max_end = 0;
-            max_at = NO_INDEX;
-        }
-        if (max_at != NO_INDEX && t->offset_bytes < max_end) {
-            struct name *a = name_get(plan_str(p, t->name), true);
-            struct name *b = name_get(plan_str(p, p->tensors[max_at].name), true);
-            if (a)
-                a->plan_shared = true;
-            if (b)
-                b->plan_shared = true;
-        }
-        uint64_t end = t->offset_bytes + t->bytes;
-        if (end < t->offset_bytes)
-            end = UINT64_MAX;
-        if (max_at == NO_INDEX || end > max_end) {
-            max_end = end;
-            max_at = ix[k];
-        }
-    }
-    free(ix);
+    plan_query_shared_roots(p, mark_name_plan_shared, NULL);
 }
 
 /* A finding of the plan handed over: the shim's headline, the checker's own body (the lines
