@@ -128,6 +128,12 @@ typedef struct tlsan_check_options {
     /** Most branch paths enumerated for one pair or root before falling back to the union
      *  of paths (reported as approximate). 0 means the default, 4096. */
     uint32_t max_paths;
+    /** Judges every read against the order model too: a read of a root that an earlier op
+     *  writes, but that no earlier write of the root happens before (a write on another
+     *  stream with no event or sync to the reader), is `read-before-write`. Off by default:
+     *  plan-format v1 leaves races between the accesses of one root out of scope. tlsan
+     *  replay turns it on for a recorded run, whose streams really ran at the same time. */
+    bool order_reads;
 } tlsan_check_options;
 
 /** Checks a finalized plan. On TLSAN_OK *out is a report owned by the caller (possibly

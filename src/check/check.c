@@ -44,6 +44,7 @@ typedef struct checker {
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
     bool order_only;      /* check_pair judges reuse order, else conflicts */
+    bool order_reads;     /* tlsan_check_options.order_reads, on a plan whose order is partial */
     uint8_t *tenant;      /* per root: TENANT_* bits */
     uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
     uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
@@ -186,6 +187,117 @@ static int check_layout(checker *c)
 
 /* ---- read-before-write ---- */
 
+/* The earliest write of a root on one chain (a stream) so far on the path: a later op is
+ * ordered after some write of that chain exactly when it is ordered after this one, since
+ * program order joins the writes of a chain. */
+typedef struct chain_write {
+    uint32_t chain, op;
+} chain_write;
+
+/* Reports read `x` of root r: an earlier op (`w`, the latest earlier write) writes r, but no
+ * write of r is ordered before x. */
+static int report_unordered_read(checker *c, uint32_t r, uint32_t x, uint32_t w)
+{
+    const tlsan_plan *p = c->p;
+    const char *names[1] = {tname(p, r)};
+    tlsan_finding f = new_finding(c, TLSAN_KIND_READ_BEFORE_WRITE);
+    f.tensors = names;
+    f.n_tensors = 1;
+    f.tensor_index[0] = r;
+    f.op_index = x;
+    f.op_index2 = w;
+    f.has_steps = true;
+    f.steps[0] = w;
+    f.steps[1] = x;
+    set_path(c, &f);
+    c->ps.all_run = false;
+    return report_add(c->r, &f,
+                      "op '%s' (step %u) reads '%s', which op '%s' (step %u) writes, but no write "
+                      "of it is ordered before the read (missing event or sync?)",
+                      oname(p, x), x, names[0], oname(p, w), w);
+}
+
+/* tlsan_check_options.order_reads: on each path, a read of r that an earlier write of r
+ * precedes in the list must be ordered after one of them (reads with no earlier write are
+ * the list-order rule's, check_read_before_write()). One order question per read and chain
+ * that wrote r before it. The ifs enumerated: those of r's conditional accesses, and of the
+ * conditional ops between its first and last access when they can change the order. Under
+ * the union of paths only unconditional writes count, each proven for every path. */
+static int check_unordered_read(checker *c, uint32_t r)
+{
+    const tlsan_plan *p = c->p;
+    const access_index *ix = &c->ix;
+    uint32_t a0 = ix->start[r], a1 = ix->start[r + 1];
+    uint32_t first_write = a0;
+    while (first_write < a1 && !(ix->rw[first_write] & ACC_WRITE))
+        first_write++;
+    uint32_t last_read = a1; /* one past the last read */
+    while (last_read > a0 && !(ix->rw[last_read - 1] & ACC_READ))
+        last_read--;
+    if (last_read <= first_write + 1)
+        return 0; /* no read after a write */
+    uint32_t lo = ix->op[first_write], hi = ix->op[last_read - 1];
+    size_t n_chains = 0, cap = 4;
+    chain_write *chains = malloc(cap * sizeof *chains);
+    if (!chains)
+        return -1;
+    if_set_clear(&c->set);
+    for (uint32_t a = a0; a < a1; a++)
+        if (ix->rw[a] & ACC_COND)
+            if_set_add_op(&c->set, p, ix->op[a]);
+    if (!order_clocks_cover(&c->oc, lo, hi))
+        if_set_add_range(&c->set, p, ix, (int32_t)lo, (int32_t)hi);
+    int rc = 0;
+    paths_begin(c);
+    do {
+        n_chains = 0;
+        uint32_t latest = NO_INDEX;
+        for (uint32_t a = first_write; a < a1 && rc == 0; a++) {
+            uint32_t x = ix->op[a];
+            bool cond = (ix->rw[a] & ACC_COND) != 0;
+            if (cond && (c->ps.all_run || !op_runs(&c->ps, x))) {
+                /* under the union of paths a conditional write may not run; a conditional
+                 * read may, and is judged as if it did */
+                if (!c->ps.all_run || !(ix->rw[a] & ACC_READ))
+                    continue;
+            }
+            if ((ix->rw[a] & ACC_READ) && latest != NO_INDEX) {
+                bool ordered = false;
+                const path_state *ps = c->ps.all_run ? NULL : &c->ps;
+                for (size_t k = 0; k < n_chains && !ordered; k++)
+                    ordered = order_op_before(&c->oc, ps, chains[k].op, x);
+                if (!ordered) {
+                    rc = report_unordered_read(c, r, x, latest);
+                    goto out;
+                }
+            }
+            if (!(ix->rw[a] & ACC_WRITE) || (cond && c->ps.all_run))
+                continue;
+            latest = x;
+            uint32_t chain = p->op_stream[x];
+            size_t k = 0;
+            while (k < n_chains && chains[k].chain != chain)
+                k++;
+            if (k < n_chains)
+                continue; /* a later write of a chain that already wrote */
+            if (n_chains == cap) {
+                chain_write *grown = realloc(chains, 2 * cap * sizeof *grown);
+                if (!grown) {
+                    rc = -1;
+                    goto out;
+                }
+                chains = grown;
+                cap *= 2;
+            }
+            chains[n_chains++] = (chain_write){chain, x};
+        }
+    } while (paths_next(c));
+out:
+    c->ps.all_run = false;
+    free(chains);
+    return rc;
+}
+
 static int check_read_before_write(checker *c, uint32_t r)
 {
     const tlsan_plan *p = c->p;
@@ -232,7 +344,7 @@ static int check_read_before_write(checker *c, uint32_t r)
                               oname(p, ix->op[a]), ix->op[a], names[0]);
         }
     } while (paths_next(c));
-    return 0;
+    return c->order_reads && !c->oc.total ? check_unordered_read(c, r) : 0;
 }
 
 /* ---- declared lifetimes ---- */
@@ -945,6 +1057,9 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     c.r = r;
     c.plan_index = plan_index;
     c.max_paths = opt && opt->max_paths ? opt->max_paths : DEFAULT_MAX_PATHS;
+    /* with a total order (one stream) or dataflow's per-root order every earlier write is
+     * ordered before a read */
+    c.order_reads = opt && opt->order_reads && p->schedule == TLSAN_SCHEDULE_SEQUENTIAL;
     c.stats = &r->stats[plan_index < 0 ? 0 : plan_index];
     c.ps.plan = p;
     int rc = -1;
