@@ -1120,7 +1120,8 @@ tlsan_status tlsan_check(const tlsan_plan *plan, const tlsan_check_options *opti
     tlsan_report *r = report_new(plans, 1, false);
     if (!r)
         return TLSAN_ERR_NOMEM;
-    if (check_one(plan, options, r, -1) != 0 || report_sort(r) != 0) {
+    if (check_one(plan, options, r, -1) != 0 || report_sort(r) != 0 ||
+        (options && options->group_repeats && report_group_repeats(r) != 0)) {
         tlsan_report_free(r);
         return TLSAN_ERR_NOMEM;
     }
@@ -1147,7 +1148,8 @@ tlsan_status tlsan_check_cache(const tlsan_cache *cache, const tlsan_check_optio
     for (size_t i = 0; i < n; i++)
         if (check_one(r->plans[i], options, r, (int64_t)i) != 0)
             goto nomem;
-    if (cache_collisions(cache, r) != 0 || report_sort(r) != 0)
+    if (cache_collisions(cache, r) != 0 || report_sort(r) != 0 ||
+        (options && options->group_repeats && report_group_repeats(r) != 0))
         goto nomem;
     *out = r;
     return TLSAN_OK;

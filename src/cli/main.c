@@ -324,6 +324,8 @@ static int check_unit(const check_args *args, input *in)
     /* a recorded run's streams really ran at the same time: a read no write is ordered
      * before read whatever the bytes held then */
     options.order_reads = in->runtime != NULL;
+    /* and repeated its graph: one finding per cause however many runs show it */
+    options.group_repeats = in->runtime != NULL;
     tlsan_status st = in->plan ? tlsan_check(in->plan, &options, &in->report)
                                : tlsan_check_cache(in->cache, &options, &in->report);
     if (st != TLSAN_OK || !in->report) {

@@ -152,6 +152,141 @@ int report_sort(tlsan_report *r)
     return r ? report_link_causes(r) : 0;
 }
 
+/* ---- one finding per cause across repeats ---- */
+
+/* The length of name without a trailing "#k" (k a positive decimal number), and k (1 when
+ * there is none): replay's name for the k-th tenant of NAME. */
+static size_t base_length(const char *name, int64_t *run)
+{
+    size_t n = strlen(name), d = n;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    *run = 1;
+    if (d == n || d == 0 || name[d - 1] != '#' || name[d] == '0' || n - d > 18)
+        return n;
+    *run = strtoll(name + d, NULL, 10);
+    return d - 1;
+}
+
+static int64_t finding_run(const tlsan_finding *f)
+{
+    int64_t run = 1;
+    for (size_t i = 0; i < f->n_tensors; i++) {
+        int64_t k;
+        base_length(f->tensors[i], &k);
+        run = k > run ? k : run;
+    }
+    return run;
+}
+
+/* Orders by group (plan, kind, base names) and then by run, report position. */
+static int cmp_repeat(const tlsan_report *r, size_t x, size_t y)
+{
+    const tlsan_finding *a = &r->findings[x], *b = &r->findings[y];
+    int c = cmp_i64(a->plan_index, b->plan_index);
+    if (c)
+        return c;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->n_tensors != b->n_tensors)
+        return a->n_tensors < b->n_tensors ? -1 : 1;
+    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION)
+        return cmp_i64((int64_t)x, (int64_t)y); /* names of two plans: never a repeat */
+    for (size_t i = 0; i < a->n_tensors; i++) {
+        int64_t ka, kb;
+        size_t la = base_length(a->tensors[i], &ka), lb = base_length(b->tensors[i], &kb);
+        c = strncmp(a->tensors[i], b->tensors[i], la < lb ? la : lb);
+        if (c)
+            return c;
+        if (la != lb)
+            return la < lb ? -1 : 1;
+    }
+    if ((c = cmp_i64(a->first_run, b->first_run)) != 0)
+        return c;
+    return cmp_i64((int64_t)x, (int64_t)y);
+}
+
+/* A merge sort of indices (qsort has no context argument in C11). */
+static void sort_repeats(const tlsan_report *r, size_t *v, size_t *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2;
+    sort_repeats(r, v, tmp, h);
+    sort_repeats(r, v + h, tmp, n - h);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = cmp_repeat(r, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+static bool same_group(const tlsan_report *r, size_t x, size_t y)
+{
+    const tlsan_finding *a = &r->findings[x], *b = &r->findings[y];
+    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION || a->plan_index != b->plan_index ||
+        a->kind != b->kind || a->n_tensors != b->n_tensors)
+        return false;
+    for (size_t i = 0; i < a->n_tensors; i++) {
+        int64_t ka, kb;
+        size_t la = base_length(a->tensors[i], &ka), lb = base_length(b->tensors[i], &kb);
+        if (la != lb || strncmp(a->tensors[i], b->tensors[i], la) != 0)
+            return false;
+    }
+    return true;
+}
+
+int report_group_repeats(tlsan_report *r)
+{
+    size_t n = r->n_findings;
+    if (n == 0)
+        return 0;
+    size_t *order = malloc(n * sizeof *order), *tmp = malloc(n * sizeof *tmp);
+    bool *dropped = calloc(n, sizeof *dropped);
+    if (!order || !tmp || !dropped) {
+        free(order);
+        free(tmp);
+        free(dropped);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tlsan_finding *f = &r->findings[i];
+        f->repeats = 1;
+        f->first_run = f->last_run = finding_run(f);
+        order[i] = i;
+    }
+    sort_repeats(r, order, tmp, n);
+    for (size_t g = 0; g < n;) {
+        size_t e = g + 1;
+        while (e < n && same_group(r, order[g], order[e]))
+            e++;
+        tlsan_finding *head = &r->findings[order[g]];
+        head->repeats = e - g;
+        for (size_t k = g + 1; k < e; k++) {
+            int64_t run = r->findings[order[k]].last_run;
+            head->last_run = run > head->last_run ? run : head->last_run;
+            dropped[order[k]] = true;
+        }
+        g = e;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dropped[i]) {
+            free((void *)(uintptr_t)r->findings[i].tensors);
+            continue;
+        }
+        r->findings[kept++] = r->findings[i];
+    }
+    r->n_findings = kept;
+    free(order);
+    free(tmp);
+    free(dropped);
+    return report_link_causes(r);
+}
+
 const char *report_plan_label(const tlsan_report *r, size_t i, char *buf, size_t buf_bytes)
 {
     if (i < r->n_plans) {

@@ -350,6 +350,11 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
     size_t n_labels = report_step_labels(r, f, labels, MAX_LABELS);
     put_headline(o, r, f, label);
     fprintf(o->out, "%s\n", f->message);
+    if (f->repeats > 1)
+        fprintf(o->out,
+                "  repeated: %zu findings of this kind on tenants of the same names (NAME#k: "
+                "the k-th bind), from run %" PRId64 " to run %" PRId64 "; the first is shown\n",
+                f->repeats, f->first_run, f->last_run);
     if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
         const tlsan_finding *c = &r->findings[f->cause];
         fprintf(o->out, "  follows from: %s on '%s' (above): ", tlsan_kind_name(c->kind),

@@ -235,7 +235,8 @@ static void test_unbound_name_warned(void **state)
  * is checked as tlsan replay checks it (order_reads). */
 enum queue_bug { QUEUE_CORRECT, QUEUE_POST_LATE, QUEUE_NO_WAIT };
 
-static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, tlsan_plan **plan_out)
+static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, bool grouped,
+                                        tlsan_plan **plan_out)
 {
     tracegen g = {0};
     tg_header(&g, 11);
@@ -275,7 +276,7 @@ static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, tlsan_plan
     tlsan_plan *plan = NULL;
     assert_int_equal(replay_build(t, NULL, false, NULL, &plan, &err), TLSAN_OK);
     tlsan_report *report = NULL;
-    tlsan_check_options options = {.order_reads = true};
+    tlsan_check_options options = {.order_reads = true, .group_repeats = grouped};
     assert_int_equal(tlsan_check(plan, &options, &report), TLSAN_OK);
     if (getenv("TLSAN_TEST_DEBUG")) {
         tlsan_plan_write(plan, stderr, true);
@@ -292,7 +293,7 @@ static void test_queue_order(void **state)
     (void)state;
     /* 4,950 unordered-reuse findings (every pair of y's tenants) without the queue order. */
     tlsan_plan *plan = NULL;
-    tlsan_report *report = check_queue_engine(100, QUEUE_CORRECT, &plan);
+    tlsan_report *report = check_queue_engine(100, QUEUE_CORRECT, false, &plan);
     assert_int_equal(tlsan_report_count(report), 0);
     tlsan_report_free(report);
     tlsan_plan_free(plan);
@@ -302,7 +303,7 @@ static void test_queue_bugs_found(void **state)
 {
     (void)state;
     tlsan_plan *plan = NULL;
-    tlsan_report *report = check_queue_engine(3, QUEUE_POST_LATE, &plan);
+    tlsan_report *report = check_queue_engine(3, QUEUE_POST_LATE, false, &plan);
     assert_int_equal(tlsan_report_count(report), 2);
     const char *pairs[2][2] = {{"y", "y#2"}, {"y#2", "y#3"}};
     for (size_t i = 0; i < 2; i++) {
@@ -322,7 +323,7 @@ static void test_read_without_wait_found(void **state)
 {
     (void)state;
     tlsan_plan *plan = NULL;
-    tlsan_report *report = check_queue_engine(3, QUEUE_NO_WAIT, &plan);
+    tlsan_report *report = check_queue_engine(3, QUEUE_NO_WAIT, false, &plan);
     assert_int_equal(tlsan_report_count(report), 3);
     const char *names[3] = {"y", "y#2", "y#3"};
     const char *readers[3] = {"post", "post#2", "post#3"};
@@ -350,6 +351,85 @@ static void test_read_without_wait_found(void **state)
     tlsan_plan_free(plan);
 }
 
+static char *report_text(const tlsan_report *report, tlsan_format format)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(tlsan_report_write(report, format, "t", f), TLSAN_OK);
+    fclose(f);
+    return text;
+}
+
+static size_t count_of(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *s = strstr(text, what); s; s = strstr(s + 1, what))
+        n++;
+    return n;
+}
+
+/* One finding per cause: the bug of every run (1,000 runs) is one finding with its count and
+ * its first and last run, in every format, and the text report stays a few lines long. */
+static void test_repeats_grouped(void **state)
+{
+    (void)state;
+    tlsan_plan *plan = NULL;
+    tlsan_report *report = check_queue_engine(1000, QUEUE_POST_LATE, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    const tlsan_finding *f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->kind, TLSAN_KIND_UNORDERED_REUSE);
+    assert_string_equal(f->tensors[0], "y");
+    assert_string_equal(f->tensors[1], "y#2");
+    assert_int_equal(f->repeats, 999); /* y and y#2, ..., y#999 and y#1000 */
+    assert_int_equal(f->first_run, 2);
+    assert_int_equal(f->last_run, 1000);
+    char *text = report_text(report, TLSAN_FORMAT_TEXT);
+    assert_non_null(strstr(text, "\n  repeated: 999 findings of this kind on tenants of the same "
+                                 "names (NAME#k: the k-th bind), from run 2 to run 1000; the "
+                                 "first is shown\n"));
+    assert_non_null(strstr(text, "SUMMARY: tlsan: 1 finding (unordered-reuse x1) in t\n"));
+    assert_true(count_of(text, "\n") < 40);
+    free(text);
+    char *json = report_text(report, TLSAN_FORMAT_JSON);
+    assert_int_equal(
+        count_of(json, "\"repeats\":{\"count\":999,\"first_run\":2,\"last_run\":1000}"), 1);
+    free(json);
+    char *sarif = report_text(report, TLSAN_FORMAT_SARIF);
+    assert_int_equal(count_of(sarif, "\"ruleId\""), 1);
+    assert_int_equal(
+        count_of(sarif, "\"repeats\":{\"count\":999,\"first_run\":2,\"last_run\":1000}"), 1);
+    free(sarif);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+
+    /* single-tensor findings: the read without a wait in each of 500 runs */
+    report = check_queue_engine(500, QUEUE_NO_WAIT, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->kind, TLSAN_KIND_READ_BEFORE_WRITE);
+    assert_string_equal(f->tensors[0], "y");
+    assert_int_equal(f->repeats, 500);
+    assert_int_equal(f->first_run, 1);
+    assert_int_equal(f->last_run, 500);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+
+    /* a clean run stays clean; a finding alone has repeats 1 */
+    report = check_queue_engine(1, QUEUE_NO_WAIT, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->repeats, 1);
+    assert_int_equal(f->first_run, 1);
+    assert_int_equal(f->last_run, 1);
+    text = report_text(report, TLSAN_FORMAT_TEXT);
+    assert_null(strstr(text, "repeated"));
+    free(text);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_queue_order),
         cmocka_unit_test(test_queue_bugs_found),
         cmocka_unit_test(test_read_without_wait_found),
+        cmocka_unit_test(test_repeats_grouped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
