@@ -49,6 +49,11 @@ typedef struct checker {
     uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
     uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
                              bytes by the clock sweep; NULL when there was none */
+    uint32_t *done;       /* with unproven: per root and chain, order_done() */
+    uint32_t *seg_max;    /* with unproven: check_segment_clocks()'s range-max trees */
+    uint32_t *seg_seen;   /* with unproven: per root, the stamp of the question that found it */
+    uint32_t seg_gen;     /* the stamp of the current question */
+    size_t cap_seg_max;
     size_t cap_seg;
     plan_stats *stats;
 } checker;
@@ -885,6 +890,78 @@ static int settle_group(checker *c, uint64_t seg_start, const uint32_t *r, uint3
     return 0;
 }
 
+/* Collects the positions of segment tree `t` (leaves from `leaves` on) whose value exceeds
+ * v, below node x, into out (each position once per call). */
+static size_t tree_above(const uint32_t *t, size_t leaves, size_t x, uint32_t v, uint32_t *out,
+                         size_t n)
+{
+    if (t[x] <= v)
+        return n;
+    if (x >= leaves) {
+        out[n++] = (uint32_t)(x - leaves);
+        return n;
+    }
+    n = tree_above(t, leaves, 2 * x, v, out, n);
+    return tree_above(t, leaves, 2 * x + 1, v, out, n);
+}
+
+/* check_segment() with one path and clocks for every path (the clock sweep ran): a tenant e
+ * is ordered before the later tenant l of disjoint lifetime exactly when, on every chain c,
+ * done(e)[c] <= clock(first access of l)[c]. So per chain a range-max tree over the
+ * segment's positions holds the done counters of the tenants before l, and the tenants above
+ * l's clock are found by descending it: O(chains log m) per tenant the sweep did not prove
+ * and O(log m) per tenant found, which is (or, when the lifetimes meet, is next to) a
+ * finding; nothing is asked for the proven ones. Each found pair is then judged by
+ * ask_pair(), as check_segment() would. */
+static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *r, size_t m)
+{
+    const life *h = c->ix.hull;
+    uint32_t width = c->oc.width;
+    size_t leaves = 1;
+    while (leaves < m)
+        leaves *= 2;
+    size_t need = 2 * leaves * width + leaves; /* the trees, then the positions found */
+    if (need > c->cap_seg_max) {
+        uint32_t *grown = realloc(c->seg_max, need * sizeof *grown);
+        if (!grown)
+            return -1;
+        c->seg_max = grown;
+        c->cap_seg_max = need;
+    }
+    memset(c->seg_max, 0, 2 * leaves * width * sizeof *c->seg_max);
+    uint32_t *found = c->seg_max + 2 * leaves * width;
+    for (size_t k = 0; k < m; k++) {
+        uint32_t l = r[k];
+        uint32_t lf = c->unproven[l] ? first_access(c, l) : NO_INDEX;
+        if (lf != NO_INDEX && ++c->seg_gen == 0) {
+            memset(c->seg_seen, 0, c->p->n_tensors * sizeof *c->seg_seen);
+            c->seg_gen = 1;
+        }
+        for (uint32_t ch = 0; lf != NO_INDEX && ch < width; ch++) {
+            const uint32_t *t = c->seg_max + 2 * leaves * ch;
+            size_t n = tree_above(t, leaves, 1, order_clock(&c->oc, lf, ch), found, 0);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t e = r[found[i]];
+                if (c->seg_seen[e] == c->seg_gen)
+                    continue; /* found on an earlier chain */
+                c->seg_seen[e] = c->seg_gen;
+                if (h[e].last < h[l].first) {
+                    int rc = ask_pair(c, seg_start, e, l);
+                    if (rc)
+                        return rc;
+                }
+            }
+        }
+        for (uint32_t ch = 0; ch < width; ch++) {
+            uint32_t *t = c->seg_max + 2 * leaves * ch;
+            uint32_t d = c->done[(size_t)l * width + ch];
+            for (size_t x = leaves + k; x >= 1 && t[x] < d; x /= 2)
+                t[x] = d;
+        }
+    }
+    return 0;
+}
+
 /* The tenants of one byte segment, sorted by the first step of their hull. Ordering is
  * transitive through any tenant present on a path (see pair_proven()), and an *anchor*, a
  * tenant with an unconditional access, is present on every path. So the anchors are cut
@@ -910,6 +987,7 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
             any = c->unproven[r[k]] != 0;
         if (!any)
             return 0;
+        return check_segment_clocks(c, seg_start, r, m);
     }
     if (m > c->cap_seg) {
         uint32_t *ns = realloc(c->seg, SEG_ARRAYS * m * sizeof *ns);
@@ -1027,6 +1105,15 @@ static int check_reuse_order(checker *c)
             any = c->unproven[t] != 0;
         if (!any)
             return 0;
+        size_t width = c->oc.width, n = p->n_tensors;
+        c->done = malloc(n * width * sizeof *c->done);
+        c->seg_seen = calloc(n, sizeof *c->seg_seen);
+        if (!c->done || !c->seg_seen)
+            return -1;
+        for (uint32_t t = 0; t < n; t++)
+            for (uint32_t ch = 0; ch < width; ch++)
+                c->done[(size_t)t * width + ch] =
+                    p->tensors[t].root == t ? order_done(&c->oc, t, ch) : 0;
     }
     return overlap_segments(p, &c->ix, check_segment, c);
 }
@@ -1044,6 +1131,9 @@ static void checker_free(checker *c)
     free(c->tenant);
     free(c->seg);
     free(c->unproven);
+    free(c->done);
+    free(c->seg_max);
+    free(c->seg_seen);
     view_access_free(&c->views);
 }
 

@@ -495,7 +495,8 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
         if (f->cause >= 0)
             continue;
         put_finding(&o, r, f, label);
-        for (size_t k = 0; report_count_effects(r, i) && k < r->n_findings; k++)
+        size_t n_effects = report_count_effects(r, i);
+        for (size_t k = 0; n_effects && k < r->n_findings; k++)
             if (r->findings[k].cause == (int64_t)i)
                 put_finding(&o, r, &r->findings[k], label);
     }

@@ -548,11 +548,35 @@ static void test_random_shape_plans(void **state)
 {
     (void)state;
     static const char *const labels[] = {"shape streams", "shape branchy", "shape dataflow",
-                                         "shape views"};
+                                         "shape views", "shape engine"};
     unsigned long bad = 0;
-    for (int k = SHAPEPLAN_STREAMS; k <= SHAPEPLAN_VIEWS; k++)
+    for (int k = SHAPEPLAN_STREAMS; k <= SHAPEPLAN_ENGINE; k++)
         bad += sweep_of(labels[k], NULL, k, false, n_seeds());
     assert_int_equal(bad, 0);
+    /* the engine shape has what it is for: many tenants per byte on several streams, and
+     * reuses the order misses among them */
+    unsigned long unordered = 0, streams = 0, tenants = 0;
+    for (unsigned long seed = 1; seed <= n_seeds(); seed++) {
+        tlsan_plan *p = shapeplan_make(seed, SHAPEPLAN_ENGINE, NULL, 0);
+        assert_non_null(p);
+        brute_findings slow = {0};
+        assert_int_equal(brute_check(p, &slow), 0);
+        for (size_t i = 0; i < slow.n; i++)
+            if (slow.v[i].kind == TLSAN_KIND_UNORDERED_REUSE) {
+                unordered++;
+                break;
+            }
+        streams += p->n_streams > 2;
+        tenants += p->n_tensors;
+        brute_findings_clear(&slow);
+        tlsan_plan_free(p);
+    }
+    fprintf(stderr,
+            "shape engine: %lu plans with an unordered reuse, %lu on 3 or 4 streams, %.1f "
+            "tensors per plan\n",
+            unordered, streams, (double)tenants / (double)n_seeds());
+    assert_true(unordered > n_seeds() / 4);
+    assert_true(streams > n_seeds() / 4);
 }
 
 /* tlsan_check_options.order_reads: every read judged against the order model, on the
@@ -567,6 +591,7 @@ static void test_random_order_reads(void **state)
     bad += sweep_of("order_reads branchy", &branchy, -1, true, n_seeds());
     bad += sweep_of("order_reads shape streams", NULL, SHAPEPLAN_STREAMS, true, n_seeds());
     bad += sweep_of("order_reads shape branchy", NULL, SHAPEPLAN_BRANCHY, true, n_seeds());
+    bad += sweep_of("order_reads shape engine", NULL, SHAPEPLAN_ENGINE, true, n_seeds());
     assert_int_equal(bad, 0);
     /* the sweeps hold such reads: plans where the option adds a finding */
     unsigned long added = 0;
