@@ -76,12 +76,14 @@ measure() {
     read -r u s m < <(tail -1 "$dir/time") || true
     cpu=$(awk -v u="${u:-0}" -v s="${s:-0}" 'BEGIN { printf "%.2f", u + s }')
     rss=$(awk -v m="${m:-0}" 'BEGIN { printf "%.0f", m / 1024 }')
-    ((rc == 124)) && wall="stopped"
+    if ((rc == 124)); then # stopped: no figure to grow from
+        wall="stopped" cpu="-" rss="-"
+    fi
     return 0
 }
 
-growth() { # growth NOW PREV: NOW/PREV with one decimal, "-" when there is none
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b == "" || b + 0 == 0 || a !~ /^[0-9.]+$/) print "-"; else printf "%.1fx", a / b }'
+growth() { # growth NOW PREV: NOW/PREV with one decimal, "-" when either is not a figure
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b !~ /^[0-9.]+$/ || b + 0 == 0 || a !~ /^[0-9.]+$/) print "-"; else printf "%.1fx", a / b }'
 }
 
 echo "## tlsan replay of long runs, $(date -u +%Y-%m-%d), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
