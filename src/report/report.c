@@ -196,21 +196,20 @@ static size_t base_length(const char *name, int64_t *run)
     return d - 1;
 }
 
-static int64_t finding_run(const tlsan_finding *f)
-{
-    int64_t run = 1;
-    for (size_t i = 0; i < f->n_tensors; i++) {
-        int64_t k;
-        base_length(f->tensors[i], &k);
-        run = k > run ? k : run;
-    }
-    return run;
-}
+/* A finding with what grouping compares, computed once: the length of its (first two)
+ * names without "#k", its run, its report position. */
+typedef struct repeat_key {
+    const tlsan_finding *f;
+    size_t base_len[2];
+    int64_t run;
+    size_t index;
+} repeat_key;
 
-/* Orders by group (plan, kind, base names) and then by run, report position. */
-static int cmp_repeat(const tlsan_report *r, size_t x, size_t y)
+/* Whether the keys are of one group: same plan, kind and names without "#k" (a
+ * cache-key-collision names tensors of two plans: never a repeat). */
+static int cmp_group(const repeat_key *x, const repeat_key *y)
 {
-    const tlsan_finding *a = &r->findings[x], *b = &r->findings[y];
+    const tlsan_finding *a = x->f, *b = y->f;
     int c = cmp_i64(a->plan_index, b->plan_index);
     if (c)
         return c;
@@ -218,53 +217,29 @@ static int cmp_repeat(const tlsan_report *r, size_t x, size_t y)
         return a->kind < b->kind ? -1 : 1;
     if (a->n_tensors != b->n_tensors)
         return a->n_tensors < b->n_tensors ? -1 : 1;
-    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION)
-        return cmp_i64((int64_t)x, (int64_t)y); /* names of two plans: never a repeat */
+    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION || a->n_tensors > 2)
+        return cmp_i64((int64_t)x->index, (int64_t)y->index);
     for (size_t i = 0; i < a->n_tensors; i++) {
-        int64_t ka, kb;
-        size_t la = base_length(a->tensors[i], &ka), lb = base_length(b->tensors[i], &kb);
+        size_t la = x->base_len[i], lb = y->base_len[i];
         c = strncmp(a->tensors[i], b->tensors[i], la < lb ? la : lb);
         if (c)
             return c;
         if (la != lb)
             return la < lb ? -1 : 1;
     }
-    if ((c = cmp_i64(a->first_run, b->first_run)) != 0)
+    return 0;
+}
+
+/* By group, then run, then report position. */
+static int cmp_repeat(const void *px, const void *py)
+{
+    const repeat_key *x = px, *y = py;
+    int c = cmp_group(x, y);
+    if (c)
         return c;
-    return cmp_i64((int64_t)x, (int64_t)y);
-}
-
-/* A merge sort of indices (qsort has no context argument in C11). */
-static void sort_repeats(const tlsan_report *r, size_t *v, size_t *tmp, size_t n)
-{
-    if (n < 2)
-        return;
-    size_t h = n / 2;
-    sort_repeats(r, v, tmp, h);
-    sort_repeats(r, v + h, tmp, n - h);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = cmp_repeat(r, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
-    memcpy(v, tmp, n * sizeof *v);
-}
-
-static bool same_group(const tlsan_report *r, size_t x, size_t y)
-{
-    const tlsan_finding *a = &r->findings[x], *b = &r->findings[y];
-    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION || a->plan_index != b->plan_index ||
-        a->kind != b->kind || a->n_tensors != b->n_tensors)
-        return false;
-    for (size_t i = 0; i < a->n_tensors; i++) {
-        int64_t ka, kb;
-        size_t la = base_length(a->tensors[i], &ka), lb = base_length(b->tensors[i], &kb);
-        if (la != lb || strncmp(a->tensors[i], b->tensors[i], la) != 0)
-            return false;
-    }
-    return true;
+    if ((c = cmp_i64(x->run, y->run)) != 0)
+        return c;
+    return cmp_i64((int64_t)x->index, (int64_t)y->index);
 }
 
 int report_group_repeats(tlsan_report *r)
@@ -272,32 +247,35 @@ int report_group_repeats(tlsan_report *r)
     size_t n = r->n_findings;
     if (n == 0)
         return 0;
-    size_t *order = malloc(n * sizeof *order), *tmp = malloc(n * sizeof *tmp);
+    repeat_key *keys = malloc(n * sizeof *keys);
     bool *dropped = calloc(n, sizeof *dropped);
-    if (!order || !tmp || !dropped) {
-        free(order);
-        free(tmp);
+    if (!keys || !dropped) {
+        free(keys);
         free(dropped);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         tlsan_finding *f = &r->findings[i];
+        repeat_key *k = &keys[i];
+        *k = (repeat_key){.f = f, .run = 1, .index = i};
+        for (size_t t = 0; t < f->n_tensors && t < 2; t++) {
+            int64_t run;
+            k->base_len[t] = base_length(f->tensors[t], &run);
+            k->run = run > k->run ? run : k->run;
+        }
         f->repeats = 1;
-        f->first_run = f->last_run = finding_run(f);
-        order[i] = i;
+        f->first_run = f->last_run = k->run;
     }
-    sort_repeats(r, order, tmp, n);
+    qsort(keys, n, sizeof *keys, cmp_repeat);
     for (size_t g = 0; g < n;) {
         size_t e = g + 1;
-        while (e < n && same_group(r, order[g], order[e]))
+        while (e < n && cmp_group(&keys[g], &keys[e]) == 0)
             e++;
-        tlsan_finding *head = &r->findings[order[g]];
+        tlsan_finding *head = &r->findings[keys[g].index];
         head->repeats = e - g;
-        for (size_t k = g + 1; k < e; k++) {
-            int64_t run = r->findings[order[k]].last_run;
-            head->last_run = run > head->last_run ? run : head->last_run;
-            dropped[order[k]] = true;
-        }
+        head->last_run = keys[e - 1].run; /* the keys of a group are sorted by run */
+        for (size_t k = g + 1; k < e; k++)
+            dropped[keys[k].index] = true;
         g = e;
     }
     size_t kept = 0;
@@ -309,8 +287,7 @@ int report_group_repeats(tlsan_report *r)
         r->findings[kept++] = r->findings[i];
     }
     r->n_findings = kept;
-    free(order);
-    free(tmp);
+    free(keys);
     free(dropped);
     return report_link_causes(r);
 }
