@@ -52,19 +52,6 @@ static struct report g_slots[REPORT_SLOTS];
 static atomic_ullong g_count;
 static __thread int t_in_report __attribute__((tls_model("initial-exec")));
 
-static const char *const g_kind_names[] = {
-#define X(e, n, d) n,
-    SHIM_FINDING_KINDS(X)
-#undef X
-};
-
-const char *shim_kind_name(enum shim_kind kind)
-{
-    if ((unsigned)kind >= SHIM_KIND_COUNT_)
-        return "unknown";
-    return g_kind_names[kind];
-}
-
 static struct report *begin(const char *kind, int symbolize, const char *fmt, va_list ap)
 {
     if (t_in_report)
@@ -93,20 +80,11 @@ static struct report *begin(const char *kind, int symbolize, const char *fmt, va
     return r;
 }
 
-struct report *report_begin(enum shim_kind kind, int symbolize, const char *fmt, ...)
+struct report *report_begin(tlsan_kind kind, int symbolize, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    struct report *r = begin(shim_kind_name(kind), symbolize, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-struct report *report_begin_named(const char *kind, int symbolize, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    struct report *r = begin(kind, symbolize, fmt, ap);
+    struct report *r = begin(tlsan_kind_name(kind), symbolize, fmt, ap);
     va_end(ap);
     return r;
 }
@@ -340,13 +318,12 @@ void report_reinit_in_child(void)
 
 struct report *report_begin_finding(const struct tlsan_finding *f, const char *where)
 {
-    const char *kind = tlsan_kind_name(f->kind);
     if (f->n_tensors >= 2)
-        return report_begin_named(kind, 1, "between '%s' and '%s' in %s", f->tensors[0],
-                                  f->tensors[1], where);
+        return report_begin(f->kind, 1, "between '%s' and '%s' in %s", f->tensors[0], f->tensors[1],
+                            where);
     if (f->n_tensors == 1)
-        return report_begin_named(kind, 1, "on '%s' in %s", f->tensors[0], where);
-    return report_begin_named(kind, 1, "in %s", where);
+        return report_begin(f->kind, 1, "on '%s' in %s", f->tensors[0], where);
+    return report_begin(f->kind, 1, "in %s", where);
 }
 
 void report_end_finding(struct report *r, const struct tlsan_finding *f, const char *where)

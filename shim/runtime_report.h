@@ -12,37 +12,15 @@
 
 #include <stdint.h>
 
-/* Runtime finding kinds: X(enum suffix, name, description). The static kinds come from the
- * checker's TLSAN_FINDING_KINDS. */
-#define SHIM_FINDING_KINDS(X)                                                                      \
-    X(HEAP_WRITE_AFTER_FREE, "heap-write-after-free", "a freed heap block changed in quarantine")  \
-    X(HEAP_BUFFER_OVERFLOW, "heap-buffer-overflow", "a write past a heap block's end")             \
-    X(HEAP_USE_AFTER_FREE, "heap-use-after-free", "an access to a freed large heap block")         \
-    X(DOUBLE_FREE, "double-free", "a heap block freed twice")                                      \
-    X(INVALID_FREE, "invalid-free", "free of a pointer malloc did not return")                     \
-    X(LIVE_CORRUPTION, "live-corruption", "a live tensor changed with no write of its own")        \
-    X(STALE_WRITE, "stale-write", "a released range changed before its next tenant")               \
-    X(USE_AFTER_RELEASE, "use-after-release", "an op reads a released tensor")                     \
-    X(SLOT_OVERFLOW, "slot-overflow", "a write past the tensor's planned bytes")
-
-enum shim_kind {
-#define X(e, n, d) SHIM_KIND_##e,
-    SHIM_FINDING_KINDS(X)
-#undef X
-        SHIM_KIND_COUNT_
-};
-
-const char *shim_kind_name(enum shim_kind kind);
+#include "tlsan/check.h"
 
 struct report;
 
-/* Starts a report of a runtime kind; the headline is "KIND " followed by the formatted
- * text. `symbolize`: 0 inside allocation hooks (frames as module+offset only). Returns NULL
- * when the report cannot be made (re-entered); then skip the other calls. */
-struct report *report_begin(enum shim_kind kind, int symbolize, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Same for a static checker kind by name ("live-overlap"), used at plan load. */
-struct report *report_begin_named(const char *kind, int symbolize, const char *fmt, ...)
+/* Starts a report of a kind of the one table (TLSAN_FINDING_KINDS in tlsan/check.h); the
+ * headline is its name and a space followed by the formatted text. `symbolize`: 0 inside
+ * allocation hooks (frames as module+offset only). Returns NULL when the report cannot be
+ * made (re-entered); then skip the other calls. */
+struct report *report_begin(tlsan_kind kind, int symbolize, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Starts the report of a checker finding (a plan handed over, a ggml graph): the headline
  * names its kind, its tensors and `where` ("plan 'x'"), symbolized. NULL as for

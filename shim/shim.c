@@ -163,9 +163,9 @@ static void print_active_line(void)
     struct outbuf b = {buf, 0, sizeof buf};
     out_appendf(&b, "==%d==tlsan: active (", (int)getpid());
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
-        if (i)
-            out_appendf(&b, " ");
-        options_append(&b, &g_opts, shown[i]);
+        char pair[OPTIONS_STR_MAX_BYTES + 32];
+        options_format_pair(&g_opts, shown[i], pair, sizeof pair);
+        out_appendf(&b, "%s%s", i ? " " : "", pair);
     }
     out_appendf(&b, ")\n");
     out_lock();
@@ -183,8 +183,13 @@ static void init_once(void)
     out_open_log(g_opts.log_path);
     if (!ok)
         out_printf("%s\n", errs);
-    if (g_opts.help)
-        options_print_help(out_fd());
+    if (g_opts.help) {
+        char help[OPTIONS_HELP_BYTES];
+        size_t help_len = options_help_text(help, sizeof help);
+        out_lock();
+        out_write(help, help_len);
+        out_unlock();
+    }
     suppress_load(g_opts.suppressions);
 
     const char *under = NULL;

@@ -4,7 +4,7 @@
 #ifndef TLSAN_SHIM_SHIM_H
 #define TLSAN_SHIM_SHIM_H
 
-#include "options.h"
+#include "core/options.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -24,43 +24,83 @@
 extern "C" {
 #endif
 
-/* The one list of finding kinds: X(ENUM, "name", severity, "one-line description").
+/* The one list of finding kinds, static and run-time:
+ *   X(ENUM, "name", severity, finder, "one-line description")
  * It drives the enum, tlsan_kind_name(), the severity every output shows (text "ERROR:" or
- * "WARNING:", JSON "severity", SARIF "level"), SARIF rules and the documentation. A declared
- * lifetime that is too short is a warning: the declaration is the planner's bookkeeping,
- * and each memory error it leads to is reported as an error of its own. */
+ * "WARNING:", JSON "severity", SARIF "level"), SARIF rules, the shim's report headlines, how
+ * `tlsan replay` shows the findings a traced process reported, and the kind lists of the
+ * documentation (docs/plan-format.md section 4 lists the checker's kinds, docs/runtime.md
+ * "Findings at run time" the others, in this order; tests/report/test_kinds.c holds them to
+ * it). The checker's kinds come first (SARIF rule indices are enum values). A declared
+ * lifetime that is too short is a warning: the declaration is the planner's bookkeeping, and
+ * each memory error it leads to is reported as an error of its own. */
 #define TLSAN_FINDING_KINDS(X)                                                                     \
-    X(LIVE_OVERLAP, "live-overlap", TLSAN_SEVERITY_ERROR,                                          \
+    X(LIVE_OVERLAP, "live-overlap", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,                  \
       "two storage roots share bytes while both are live")                                         \
-    X(BAD_INPLACE, "bad-inplace", TLSAN_SEVERITY_ERROR,                                            \
+    X(BAD_INPLACE, "bad-inplace", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,                    \
       "an in-place pair shares bytes where the in-place exception does not hold")                  \
-    X(UNORDERED_REUSE, "unordered-reuse", TLSAN_SEVERITY_ERROR,                                    \
+    X(UNORDERED_REUSE, "unordered-reuse", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,            \
       "bytes are reused but the executor's order does not force the old tenant to finish first")   \
-    X(LIFETIME_TOO_SHORT, "lifetime-too-short", TLSAN_SEVERITY_WARNING,                            \
+    X(LIFETIME_TOO_SHORT, "lifetime-too-short", TLSAN_SEVERITY_WARNING, TLSAN_FOUND_BY_CHECKER,    \
       "a declared lifetime does not contain the lifetime derived from the ops")                    \
-    X(READ_BEFORE_WRITE, "read-before-write", TLSAN_SEVERITY_ERROR,                                \
+    X(READ_BEFORE_WRITE, "read-before-write", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,        \
       "an op reads a non-input tensor before any write to it")                                     \
-    X(OUT_OF_BOUNDS, "out-of-bounds", TLSAN_SEVERITY_ERROR,                                        \
+    X(OUT_OF_BOUNDS, "out-of-bounds", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,                \
       "a root lies past its arena's end, or a view past its base's end")                           \
-    X(MISALIGNED, "misaligned", TLSAN_SEVERITY_ERROR,                                              \
+    X(MISALIGNED, "misaligned", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,                      \
       "an offset is not a multiple of the required alignment")                                     \
-    X(MEMORY_KIND_MISMATCH, "memory-kind-mismatch", TLSAN_SEVERITY_ERROR,                          \
+    X(MEMORY_KIND_MISMATCH, "memory-kind-mismatch", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,  \
       "a tensor needs another memory kind than its arena's")                                       \
-    X(SIZE_MISMATCH, "size-mismatch", TLSAN_SEVERITY_ERROR,                                        \
+    X(SIZE_MISMATCH, "size-mismatch", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,                \
       "a tensor's bytes are fewer than its dtype and shape need")                                  \
-    X(CACHE_KEY_COLLISION, "cache-key-collision", TLSAN_SEVERITY_ERROR,                            \
-      "two cached plans have equal keys but different layouts")
+    X(CACHE_KEY_COLLISION, "cache-key-collision", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_CHECKER,    \
+      "two cached plans have equal keys but different layouts")                                    \
+    X(HEAP_WRITE_AFTER_FREE, "heap-write-after-free", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,   \
+      "a freed heap block changed in quarantine")                                                  \
+    X(HEAP_BUFFER_OVERFLOW, "heap-buffer-overflow", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,     \
+      "a write past a heap block's end")                                                           \
+    X(HEAP_USE_AFTER_FREE, "heap-use-after-free", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,       \
+      "an access to a freed large heap block")                                                     \
+    X(DOUBLE_FREE, "double-free", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,                       \
+      "a heap block freed twice")                                                                  \
+    X(INVALID_FREE, "invalid-free", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,                     \
+      "free of a pointer malloc did not return")                                                   \
+    X(LIVE_CORRUPTION, "live-corruption", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME,     \
+      "a live tensor changed with no write of its own")                                            \
+    X(STALE_WRITE, "stale-write", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME,             \
+      "a released range changed before its next tenant")                                           \
+    X(USE_AFTER_RELEASE, "use-after-release", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME, \
+      "an op reads a released tensor")                                                             \
+    X(SLOT_OVERFLOW, "slot-overflow", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME,         \
+      "a write past the tensor's planned bytes")
 
 typedef enum tlsan_severity {
     TLSAN_SEVERITY_WARNING = 1,
     TLSAN_SEVERITY_ERROR = 2,
 } tlsan_severity;
 
+/** Which part of tlsan decides a kind. */
+typedef enum tlsan_finder {
+    /** The static checker: tlsan check, tlsan replay, and the shim's tlsan_plan_load and ggml
+     *  graphs (src/check/). */
+    TLSAN_FOUND_BY_CHECKER = 1,
+    /** The shim's malloc interposition, for every program (shim/heap/). */
+    TLSAN_FOUND_BY_HEAP = 2,
+    /** The shim's tensor runtime: the annotation API and the ggml adapter (shim/engine/,
+     *  shim/ggml/). */
+    TLSAN_FOUND_BY_TENSOR_RUNTIME = 3,
+} tlsan_finder;
+
 typedef enum tlsan_kind {
-#define TLSAN_X_ENUM(e, name, sev, desc) TLSAN_KIND_##e,
+#define TLSAN_X_ENUM(e, name, sev, finder, desc) TLSAN_KIND_##e,
     TLSAN_FINDING_KINDS(TLSAN_X_ENUM)
 #undef TLSAN_X_ENUM
-        TLSAN_KIND_COUNT_
+        TLSAN_KIND_COUNT_,
+/** The number of kinds the checker reports (they are the first): a tlsan_finding's kind is
+ *  always below it. */
+#define TLSAN_X_IS_CHECKER(e, name, sev, finder, desc) +((finder) == TLSAN_FOUND_BY_CHECKER)
+    TLSAN_KIND_CHECKER_COUNT_ = 0 TLSAN_FINDING_KINDS(TLSAN_X_IS_CHECKER)
+#undef TLSAN_X_IS_CHECKER
 } tlsan_kind;
 
 /** The kind's spec name ("live-overlap"), or "unknown". Static storage. */
@@ -69,6 +109,10 @@ TLSAN_API const char *tlsan_kind_name(tlsan_kind kind);
 TLSAN_API const char *tlsan_kind_description(tlsan_kind kind);
 /** The kind's severity. */
 TLSAN_API tlsan_severity tlsan_kind_severity(tlsan_kind kind);
+/** Who decides the kind; 0 for an unknown kind. */
+TLSAN_API tlsan_finder tlsan_kind_finder(tlsan_kind kind);
+/** The kind named `name` ("heap-write-after-free"), or TLSAN_KIND_COUNT_ when none is. */
+TLSAN_API tlsan_kind tlsan_kind_from_name(const char *name);
 /** "error" or "warning" (as JSON and SARIF write it). Static storage. */
 TLSAN_API const char *tlsan_severity_name(tlsan_severity severity);
 
@@ -77,7 +121,7 @@ TLSAN_API const char *tlsan_severity_name(tlsan_severity severity);
 
 /** One finding. Read-only; valid while its report (and the checked plans) live. */
 typedef struct tlsan_finding {
-    tlsan_kind kind;
+    tlsan_kind kind;            /**< a checker kind (below TLSAN_KIND_CHECKER_COUNT_) */
     const char *message;        /**< one sentence, no trailing newline */
     const char *const *tensors; /**< names involved (storage roots for memory findings) */
     size_t n_tensors;

@@ -665,7 +665,7 @@ static void report_who(struct report *r, const struct who *w, const char *what)
 
 static void emit_live_corruption(const struct finding *f)
 {
-    struct report *r = report_begin(SHIM_KIND_LIVE_CORRUPTION, 1,
+    struct report *r = report_begin(TLSAN_KIND_LIVE_CORRUPTION, 1,
                                     "on tensor '%s' in arena '%s' bytes [%llu, %llu)", f->tensor,
                                     f->arena, (ull)f->lo, (ull)f->hi);
     if (!r)
@@ -753,7 +753,7 @@ static void emit(const struct finding *f)
     struct outbuf o = {title, 0, sizeof title - 1};
     switch (f->var) {
     case F_UAR:
-        r = report_begin(SHIM_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'",
+        r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'",
                          f->via ? f->via : f->tensor);
         if (!r)
             return;
@@ -780,7 +780,7 @@ static void emit(const struct finding *f)
                    f->when == W_WRITE ? "written" : "read", f->op);
         return;
     case F_STALE:
-        r = report_begin(SHIM_KIND_STALE_WRITE, 1, "at arena '%s' offset %llu (address %p)",
+        r = report_begin(TLSAN_KIND_STALE_WRITE, 1, "at arena '%s' offset %llu (address %p)",
                          f->arena, (ull)f->bad, (void *)(f->base + f->bad));
         if (!r)
             return;
@@ -805,7 +805,7 @@ static void emit(const struct finding *f)
                    f->n_prev && f->prev[0].name ? f->prev[0].name : "(never bound)", f->tensor);
         return;
     case F_OVERFLOW:
-        r = report_begin(SHIM_KIND_SLOT_OVERFLOW, 1, "on tensor '%s' in arena '%s'", f->tensor,
+        r = report_begin(TLSAN_KIND_SLOT_OVERFLOW, 1, "on tensor '%s' in arena '%s'", f->tensor,
                          f->arena);
         if (!r)
             return;

@@ -780,7 +780,7 @@ static void report_corruption(const struct glib *L, const struct gm_model *m, ui
     const struct gm_tensor *g = &m->tensors[r];
     const struct gm_arena *a = &m->arenas[g->arena];
     struct report *rep = report_begin(
-        SHIM_KIND_LIVE_CORRUPTION, 1, "on '%s' in buffer '%s' bytes [%llu, %llu) in %s", g->name,
+        TLSAN_KIND_LIVE_CORRUPTION, 1, "on '%s' in buffer '%s' bytes [%llu, %llu) in %s", g->name,
         a->name, (ull)g->offset_bytes, (ull)(g->offset_bytes + g->bytes), where);
     if (!rep)
         return;

@@ -517,7 +517,7 @@ static void report_bytes(struct report *r, const unsigned char *at, size_t n)
 static void report_write_after_free(const struct block *e, size_t off, int at_exit, int symbolize)
 {
     const unsigned char *p = (const unsigned char *)e->addr;
-    struct report *r = report_begin(SHIM_KIND_HEAP_WRITE_AFTER_FREE, symbolize,
+    struct report *r = report_begin(TLSAN_KIND_HEAP_WRITE_AFTER_FREE, symbolize,
                                     "on address %p at offset %zu of a %zu-byte block at %p",
                                     (const void *)(p + off), off, (size_t)e->size, (const void *)p);
     if (!r)
@@ -538,7 +538,7 @@ static void report_overflow(const struct block *e, size_t off, uint32_t free_sta
     const unsigned char *p = (const unsigned char *)e->addr;
     const unsigned char *rz = p + e->size;
     struct report *r =
-        report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
+        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0,
                      "on address %p, %zu bytes past the end of a %zu-byte block at %p",
                      (const void *)(rz + off), off, (size_t)e->size, (const void *)p);
     if (!r)
@@ -561,7 +561,7 @@ static void report_underflow(const struct block *e, size_t before, uint32_t free
     const unsigned char *p = (const unsigned char *)e->addr;
     const char *unit = before == 1 ? "byte" : "bytes";
     struct report *r =
-        report_begin(SHIM_KIND_HEAP_BUFFER_OVERFLOW, 0,
+        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0,
                      "on address %p, %zu %s before the start of a %zu-byte "
                      "block at %p (underflow)",
                      (const void *)(p - before), before, unit, (size_t)e->size, (const void *)p);
@@ -614,7 +614,7 @@ static bool check_redzones(const struct block *e, uint32_t stack, const char *wh
 
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
-    struct report *r = report_begin(SHIM_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
+    struct report *r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
                                     (void *)e->addr, (size_t)e->size);
     if (!r)
         return;
@@ -628,7 +628,7 @@ static void report_double_free(const struct block *e, uint32_t free_stack)
 static void report_invalid_free(const void *p, uint32_t free_stack)
 {
     struct report *r =
-        report_begin(SHIM_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
+        report_begin(TLSAN_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
     if (!r)
         return;
     report_line(r, "  not the start of any live heap block (a stack or static address, an "
@@ -759,7 +759,7 @@ static bool guard_fault(uintptr_t addr, int is_write)
     bool entered = shim_enter();
     uint32_t here = shim_opts()->stack_depth ? depot_capture(2) : 0;
     size_t off = addr - g.addr;
-    struct report *r = report_begin(SHIM_KIND_HEAP_USE_AFTER_FREE, 0,
+    struct report *r = report_begin(TLSAN_KIND_HEAP_USE_AFTER_FREE, 0,
                                     "on address %p at offset %zu of a %zu-byte block at %p",
                                     (void *)addr, off, e.size, (void *)g.addr);
     if (r) {

@@ -14,9 +14,11 @@ void view_access_free(view_access *va)
     memset(va, 0, sizeof *va);
 }
 
-static bool declares_view_lifetime(const tensor_rec *t)
+/* Whether tensor t gets a list: every view for the picture, only the views that declare a
+ * lifetime for the checker (the others are judged through their root). */
+static bool listed(const tensor_rec *t, bool every_view)
 {
-    return t->view_of != NO_INDEX && (t->flags & TREC_HAS_LIFETIME);
+    return t->view_of != NO_INDEX && (every_view || (t->flags & TREC_HAS_LIFETIME));
 }
 
 /* Tensors ordered so that every view comes after its base (by depth in the view forest),
@@ -74,7 +76,7 @@ static size_t view_list_budget(const tlsan_plan *p, const access_index *ix)
  * too large (deep chains of declaring views), a per-tensor hull takes their place: the
  * span of every access below, widened to whole loop bodies, which contains the derived
  * lifetime on every path. */
-int view_access_build(view_access *va, const tlsan_plan *p, const access_index *ix)
+static int build(view_access *va, const tlsan_plan *p, const access_index *ix, bool every_view)
 {
     size_t nt = p->n_tensors;
     uint32_t *order = by_depth(p);
@@ -90,7 +92,7 @@ int view_access_build(view_access *va, const tlsan_plan *p, const access_index *
         uint32_t t = order[i];
         const tensor_rec *r = &p->tensors[t];
         uint32_t up = r->view_of == NO_INDEX ? NO_INDEX : near[r->view_of];
-        near[t] = declares_view_lifetime(r) ? t : up;
+        near[t] = listed(r, every_view) ? t : up;
     }
     for (size_t i = nt; i-- > 0;) { /* views before bases: flags of the tree below */
         uint32_t t = order[i];
@@ -116,7 +118,7 @@ int view_access_build(view_access *va, const tlsan_plan *p, const access_index *
         uint32_t b = p->tensors[t].view_of;
         if (b != NO_INDEX)
             count[b] += count[t]; /* an upper bound: one op may touch two views of a tree */
-        if (declares_view_lifetime(&p->tensors[t]))
+        if (listed(&p->tensors[t], every_view))
             total += count[t];
     }
     if (total > view_list_budget(p, ix) || total > UINT32_MAX) {
@@ -150,7 +152,7 @@ int view_access_build(view_access *va, const tlsan_plan *p, const access_index *
     }
     for (size_t t = 0; t < nt; t++)
         va->start[t + 1] =
-            va->start[t] + (declares_view_lifetime(&p->tensors[t]) ? (uint32_t)count[t] : 0);
+            va->start[t] + (listed(&p->tensors[t], every_view) ? (uint32_t)count[t] : 0);
     va->op = malloc((total ? total : 1) * sizeof *va->op);
     va->rw = malloc(total ? total : 1);
     cursor = malloc((nt ? nt : 1) * sizeof *cursor);
@@ -183,8 +185,7 @@ int view_access_build(view_access *va, const tlsan_plan *p, const access_index *
     {
         uint32_t w = 0;
         for (size_t t = 0; t < nt; t++) {
-            uint32_t a0 = va->start[t],
-                     a1 = declares_view_lifetime(&p->tensors[t]) ? cursor[t] : a0;
+            uint32_t a0 = va->start[t], a1 = listed(&p->tensors[t], every_view) ? cursor[t] : a0;
             va->start[t] = w;
             memmove(va->op + w, va->op + a0, (a1 - a0) * sizeof *va->op);
             memmove(va->rw + w, va->rw + a0, a1 - a0);
@@ -207,4 +208,14 @@ fail:
     free(cursor);
     view_access_free(va);
     return -1;
+}
+
+int view_access_build(view_access *va, const tlsan_plan *p, const access_index *ix)
+{
+    return build(va, p, ix, false);
+}
+
+int view_access_build_every_view(view_access *va, const tlsan_plan *p, const access_index *ix)
+{
+    return build(va, p, ix, true);
 }

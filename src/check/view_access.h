@@ -22,6 +22,10 @@ typedef struct view_access {
 
 /* Builds the lists (or the hulls). 0, or -1 when out of memory (then freed). */
 int view_access_build(view_access *va, const tlsan_plan *p, const access_index *ix);
+/* The same lists for every view, declaring a lifetime or not: what `tlsan view` draws each
+ * view's lifetime from, so the picture shows the accesses the checker judges. A declaring
+ * view's list is the one view_access_build() gives it. */
+int view_access_build_every_view(view_access *va, const tlsan_plan *p, const access_index *ix);
 void view_access_free(view_access *va);
 
 #endif

@@ -1,6 +1,7 @@
 /* run: a program under the shim, then a summary from its trace. */
 #include "cli/run.h"
 
+#include "core/options.h"
 #include "replay/trace_dir.h"
 #include "replay/trace_read.h"
 
@@ -68,56 +69,12 @@ static bool find_shim(char *out, size_t out_bytes)
     return false;
 }
 
-/* The last value of `key` in an options string, read the way the shim reads it: pairs
- * separated by ':', ',' or blanks, a value optionally in single or double quotes. Returns
- * false when the key is absent. */
-static bool option_text(const char *opts, const char *key, char *out, size_t out_bytes)
+/* The options every process of the run will obey, read with the shim's own parser (one rule,
+ * src/core/options.h). Quiet: each process's shim says what is wrong with them. */
+static void read_run_options(const char *text, struct shim_options *opts)
 {
-    bool found = false;
-    size_t klen = strlen(key);
-    for (const char *p = opts; p && *p;) {
-        while (*p == ':' || *p == ',' || *p == ' ' || *p == '\t')
-            p++;
-        const char *name = p;
-        while (*p && *p != '=' && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
-            p++;
-        size_t nlen = (size_t)(p - name);
-        if (*p != '=')
-            continue;
-        p++;
-        const char *v = p;
-        size_t vlen;
-        if (*p == '\'' || *p == '"') {
-            char quote = *p++;
-            v = p;
-            while (*p && *p != quote)
-                p++;
-            vlen = (size_t)(p - v);
-            if (*p)
-                p++;
-        } else {
-            while (*p && *p != ':' && *p != ',' && *p != ' ' && *p != '\t')
-                p++;
-            vlen = (size_t)(p - v);
-        }
-        if (nlen == klen && strncmp(name, key, klen) == 0) {
-            snprintf(out, out_bytes, "%.*s", (int)vlen, v);
-            found = true;
-        }
-    }
-    return found;
-}
-
-/* The process's exit status for a run with findings: `exitcode` as the shim applies it
- * (the low 8 bits of the number, as _exit does), 1 by default. */
-static int option_exitcode(const char *opts)
-{
-    char v[64];
-    if (!option_text(opts, "exitcode", v, sizeof v))
-        return 1;
-    char *end;
-    long n = strtol(v, &end, 10);
-    return end != v && *end == '\0' ? (int)(n & 0xff) : 1;
+    options_defaults(opts);
+    options_parse(opts, text, NULL, 0);
 }
 
 /* Findings by kind over every trace of a run. */
@@ -392,13 +349,11 @@ static const char run_help[] =
     "                      ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary; replay it\n"
     "                      with tlsan replay DIR)\n"
     "  --trace FILE        one trace file instead (descendants write FILE.PID)\n"
-    "  --options K=V:...   TLSAN_OPTIONS for the run, added after the environment's; may be\n"
-    "                      given more than once. --options help=1 lists them (halt_on_error,\n"
-    "                      exitcode, log_path, trace_path, trace_dir, trace, quarantine_mb, fill,\n"
-    "                      checksum, redzone, stack_depth, verbosity, and for ggml inject,\n"
-    "                      ggml_plan_path)\n"
+    "  --options K=V:...   TLSAN_OPTIONS for the run, added after the environment's (the\n"
+    "                      last of a repeated name wins); may be given more than once\n"
     "  --                  ends the options: CMD and its arguments follow\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n";
 
 int run_command(int argc, char **argv)
 {
@@ -441,7 +396,10 @@ int run_command(int argc, char **argv)
             sprintf(options + old, "%s%s", old ? ":" : "", v);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             free(options);
+            char options_help[OPTIONS_HELP_BYTES];
+            options_help_text(options_help, sizeof options_help);
             fputs(run_help, stdout);
+            fputs(options_help, stdout);
             return 0;
         } else {
             free(options);
@@ -472,33 +430,47 @@ int run_command(int argc, char **argv)
     if (ok && trace)
         ok = append_option(&all, "trace_path", trace);
     run_trace rt = {.mode = TRACE_TO_DIR};
-    char given[PATH_MAX], flag[16];
     int status = 0;
     if (!ok) {
         free(all);
         return run_usage("%s", "out of memory");
     }
-    if (option_text(all, "trace", flag, sizeof flag) && strcmp(flag, "0") == 0) {
+    struct shim_options opts;
+    read_run_options(all, &opts);
+    if (opts.trace == 0) {
         rt.mode = TRACE_OFF;
-    } else if (option_text(all, "trace_path", given, sizeof given) && given[0]) {
+    } else if (opts.trace_path[0]) {
         /* Absolute, so a descendant in another directory writes beside it too. */
         rt.mode = TRACE_TO_FILE;
-        if (!absolute(given, rt.path, sizeof rt.path) ||
+        if (!absolute(opts.trace_path, rt.path, sizeof rt.path) ||
             !append_option(&all, "trace_path", rt.path)) {
             free(all);
-            return run_usage("cannot make the trace path '%s' absolute", given);
+            return run_usage("cannot make the trace path '%s' absolute", opts.trace_path);
         }
     } else {
         /* The shim takes trace_dir from the options before TLSAN_TRACE_DIR: one given there
          * is the run directory, made absolute. */
-        bool in_opts = option_text(all, "trace_dir", given, sizeof given) && given[0];
-        status = make_run_dir(trace_dir ? trace_dir : in_opts ? given : NULL, &rt);
+        bool in_opts = opts.trace_dir[0] != '\0';
+        status = make_run_dir(trace_dir ? trace_dir : in_opts ? opts.trace_dir : NULL, &rt);
         if (status == 0 && in_opts && !append_option(&all, "trace_dir", rt.path))
             status = run_usage("%s", "out of memory");
     }
     if (status) {
         free(all);
         return status;
+    }
+    /* The shim must read the absolute path just added: a value over the longest option
+     * string would be ignored (a bad value), and it would write elsewhere. */
+    read_run_options(all, &opts);
+    const char *read_back = rt.mode == TRACE_TO_FILE                       ? opts.trace_path
+                            : rt.mode == TRACE_TO_DIR && opts.trace_dir[0] ? opts.trace_dir
+                                                                           : NULL;
+    if (read_back && strcmp(read_back, rt.path) != 0) {
+        if (rt.made)
+            rmdir(rt.path);
+        free(all);
+        return run_usage("the trace path '%s' is longer than an option value may be (255 bytes)",
+                         rt.path);
     }
     const char *old_preload = getenv("LD_PRELOAD");
     char *preload = malloc(strlen(shim) + (old_preload ? strlen(old_preload) : 0) + 2);
@@ -508,7 +480,8 @@ int run_command(int argc, char **argv)
     }
     sprintf(preload, "%s%s%s", shim, old_preload && old_preload[0] ? " " : "",
             old_preload ? old_preload : "");
-    int exitcode = option_exitcode(all ? all : "");
+    /* The low 8 bits, as the shim's _exit applies it. */
+    int exitcode = opts.exitcode & 0xff;
 
     /* exec's failure reaches the parent through a close-on-exec pipe, so that a program
      * that exits 127 itself (a shell whose last command was not found) is not taken for it:

@@ -2,6 +2,7 @@
 #include "picture/view.h"
 
 #include "check/cache.h"
+#include "check/view_access.h"
 #include "core/trace_format.h"
 #include "report/report.h"
 
@@ -10,10 +11,6 @@
 #include <yajl/yajl_gen.h>
 
 __extension__ typedef unsigned __int128 u128;
-
-/* Above this many entries in the lists of accesses of views and their sub-views (deep
- * chains of views that are all accessed), views are drawn with their root's lifetime. */
-#define VIEW_MAX_SUB_ACCESSES (1u << 26)
 
 static inline int32_t min32(int32_t a, int32_t b)
 {
@@ -46,6 +43,7 @@ void view_model_free(view_model *m)
     free(m->acc_op);
     free(m->acc_rw);
     free(m->live_max);
+    view_access_free(&m->views);
     memset(m, 0, sizeof *m);
 }
 
@@ -107,137 +105,32 @@ out:
     return rc;
 }
 
-/* Accesses of each view including those of the views below it (a view's derived lifetime
- * is made of both, plan-format.md), ascending op, with ACC_COND for conditional ops. */
-typedef struct sub_access {
-    uint32_t *start; /* n_tensors + 1 */
-    uint32_t *op;
-    uint8_t *rw;
-    uint8_t *flags; /* input/output flags of the view and the views below it */
-    bool too_many;  /* the lists were not built: views take their root's lifetime */
-} sub_access;
-
-static void sub_access_free(sub_access *s)
-{
-    free(s->start);
-    free(s->op);
-    free(s->rw);
-    free(s->flags);
-}
-
-/* Visits every view from t up to (not including) its storage root. */
-#define FOR_VIEW_CHAIN(p, t0, v)                                                                   \
-    for (uint32_t v = (t0); (p)->tensors[v].root != v; v = (p)->tensors[v].view_of)
-
-static int sub_access_build(sub_access *s, const view_model *m, const tlsan_plan *p)
-{
-    memset(s, 0, sizeof *s);
-    size_t n_t = p->n_tensors ? p->n_tensors : 1;
-    s->start = calloc(p->n_tensors + 1, sizeof *s->start);
-    s->flags = calloc(n_t, 1);
-    uint32_t *last = calloc(n_t, sizeof *last); /* op + 1 of the latest entry per view */
-    if (!s->start || !s->flags || !last)
-        goto fail;
-    for (uint32_t t = 0; t < p->n_tensors; t++) {
-        FOR_VIEW_CHAIN(p, t, v)
-        {
-            s->flags[v] |= p->tensors[t].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
-        }
-    }
-    /* Own accesses are per op already; the chain walk merges a view's own access with a
-     * sub-view's access by the same op. */
-    uint64_t total = 0;
-    for (uint32_t t = 0; t < p->n_tensors; t++)
-        for (uint32_t a = m->acc_start[t]; a < m->acc_start[t + 1]; a++)
-            FOR_VIEW_CHAIN(p, t, v)
-            {
-                (void)v;
-                total++;
-            }
-    if (total > VIEW_MAX_SUB_ACCESSES) {
-        s->too_many = true;
-        free(last);
-        return 0;
-    }
-    /* Walk ops in order so each view's list comes out ascending. */
-    uint32_t *seen = calloc(n_t, sizeof *seen);
-    if (!seen)
-        goto fail;
-    for (uint32_t op = 0; op < p->n_ops; op++)
-        FOR_OP_TENSORS(p, op, seen, {
-            (void)again;
-            (void)rw;
-            FOR_VIEW_CHAIN(p, t, v)
-            {
-                if (last[v] != op + 1) {
-                    last[v] = op + 1;
-                    s->start[v + 1]++;
-                }
-            }
-        });
-    for (size_t t = 0; t < p->n_tensors; t++)
-        s->start[t + 1] += s->start[t];
-    size_t n = s->start[p->n_tensors];
-    s->op = malloc((n ? n : 1) * sizeof *s->op);
-    s->rw = malloc(n ? n : 1);
-    if (!s->op || !s->rw) {
-        free(seen);
-        goto fail;
-    }
-    memset(seen, 0, n_t * sizeof *seen);
-    memset(last, 0, n_t * sizeof *last);
-    for (uint32_t op = 0; op < p->n_ops; op++) {
-        uint8_t cond = p->ops[op].n_cond ? ACC_COND : 0;
-        FOR_OP_TENSORS(p, op, seen, {
-            (void)again;
-            FOR_VIEW_CHAIN(p, t, v)
-            {
-                if (last[v] == op + 1) {
-                    s->rw[s->start[v] - 1] |= rw;
-                } else {
-                    last[v] = op + 1;
-                    s->op[s->start[v]] = op;
-                    s->rw[s->start[v]++] = rw | cond;
-                }
-            }
-        });
-    }
-    for (size_t t = p->n_tensors; t > 0; t--)
-        s->start[t] = s->start[t - 1];
-    s->start[0] = 0;
-    free(seen);
-    free(last);
-    return 0;
-fail:
-    free(last);
-    sub_access_free(s);
-    return -1;
-}
-
-/* A tensor's lifetime on the path in ps. */
-static life tensor_life(const tlsan_plan *p, const access_index *ix, const sub_access *s,
+/* A tensor's lifetime on the path in ps: a view's from its accesses and those of the views
+ * below it, as the checker derives it; when those lists were too large to build (the
+ * builder's hull stands in), its root's lifetime, which contains it. */
+static life tensor_life(const tlsan_plan *p, const access_index *ix, const view_access *va,
                         uint32_t t, const path_state *ps)
 {
     uint32_t root = p->tensors[t].root;
-    if (root == t || s->too_many)
+    if (root == t || va->hull)
         return root_life(ix, p, root, ps);
-    uint32_t a = s->start[t];
-    return accesses_life(p, s->op + a, s->rw + a, s->start[t + 1] - a, s->flags[t], ps);
+    uint32_t a = va->start[t];
+    return accesses_life(p, va->op + a, va->rw + a, va->start[t + 1] - a, va->flags[t], ps);
 }
 
 /* Whether a tensor's lifetime can differ between paths. */
-static bool tensor_depends(const tlsan_plan *p, const access_index *ix, const sub_access *s,
+static bool tensor_depends(const tlsan_plan *p, const access_index *ix, const view_access *va,
                            uint32_t t)
 {
     uint32_t root = p->tensors[t].root;
-    if (root == t || s->too_many) {
+    if (root == t || va->hull) {
         for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++)
             if (ix->rw[a] & ACC_RELEVANT)
                 return true;
         return false;
     }
-    for (uint32_t a = s->start[t]; a < s->start[t + 1]; a++)
-        if (s->rw[a] & ACC_COND)
+    for (uint32_t a = va->start[t]; a < va->start[t + 1]; a++)
+        if (va->rw[a] & ACC_COND)
             return true;
     return false;
 }
@@ -305,19 +198,17 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
     m->report = report;
     m->plan_index = plan_index;
     access_index ix = {0};
-    sub_access sub = {0};
     if_set set = {0};
     path_state ps = {p, NULL, false};
     life *lives = NULL;
     size_t n_t = p->n_tensors ? p->n_tensors : 1;
-    bool have_ix = false, have_sub = false, have_set = false;
+    bool have_ix = false, have_set = false;
 
     if (access_index_build(&ix, p) != 0)
         goto fail;
     have_ix = true;
-    if (own_accesses(m, p) != 0 || sub_access_build(&sub, m, p) != 0)
+    if (own_accesses(m, p) != 0 || view_access_build_every_view(&m->views, p, &ix) != 0)
         goto fail;
-    have_sub = true;
     if (if_set_init(&set, p->n_ifs) != 0)
         goto fail;
     have_set = true;
@@ -335,7 +226,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
     m->paths_total = if_set_paths(&set, p);
     m->n_paths = m->paths_total <= VIEW_MAX_PATHS ? (size_t)m->paths_total : 0;
     for (uint32_t t = 0; t < p->n_tensors; t++)
-        if (m->n_paths > 1 && tensor_depends(p, &ix, &sub, t))
+        if (m->n_paths > 1 && tensor_depends(p, &ix, &m->views, t))
             m->dep[m->n_dep++] = t;
 
     if (m->n_paths == 0) {
@@ -343,7 +234,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
          * drawn lifetime contains the lifetime of every path. */
         ps.all_run = true;
         for (uint32_t t = 0; t < p->n_tensors; t++)
-            m->life[t] = tensor_life(p, &ix, &sub, t, &ps);
+            m->life[t] = tensor_life(p, &ix, &m->views, t, &ps);
         if (add_live_bytes(m, m->life) != 0)
             goto fail;
     } else {
@@ -354,7 +245,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
         /* Lifetimes that do not depend on the path are the same on the first. */
         path_first(&ps, &set);
         for (uint32_t t = 0; t < p->n_tensors; t++)
-            m->life[t] = lives[t] = tensor_life(p, &ix, &sub, t, &ps);
+            m->life[t] = lives[t] = tensor_life(p, &ix, &m->views, t, &ps);
         for (size_t d = 0; d < m->n_dep; d++)
             m->life[m->dep[d]] = (life){LIFE_NONE_FIRST, LIFE_NONE_LAST};
         size_t k = 0;
@@ -362,7 +253,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
             memcpy(&m->path_arms[k * p->n_ifs], ps.arm, p->n_ifs * sizeof *ps.arm);
             for (size_t d = 0; d < m->n_dep; d++) {
                 uint32_t t = m->dep[d];
-                life l = tensor_life(p, &ix, &sub, t, &ps);
+                life l = tensor_life(p, &ix, &m->views, t, &ps);
                 m->dep_life[k * m->n_dep + d] = lives[t] = l;
                 m->life[t] = life_join(m->life[t], l);
             }
@@ -388,7 +279,6 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
     free(lives);
     free(ps.arm);
     if_set_free(&set);
-    sub_access_free(&sub);
     access_index_free(&ix);
     return 0;
 fail:
@@ -396,8 +286,6 @@ fail:
     free(ps.arm);
     if (have_set)
         if_set_free(&set);
-    if (have_sub)
-        sub_access_free(&sub);
     if (have_ix)
         access_index_free(&ix);
     view_model_free(m);

@@ -8,12 +8,13 @@
  * zoom, pan, hover and a branch-path selector) or as a static SVG for CI artifacts
  * (view_svg.c).
  *
- * Lifetimes come from lifetime.h, the same code the checker judges with, so the picture
- * never disagrees with the report. */
+ * Lifetimes come from lifetime.h and a view's accesses from view_access.h, the same code the
+ * checker judges with, so the picture never disagrees with the report. */
 #ifndef TLSAN_VIEW_H
 #define TLSAN_VIEW_H
 
 #include "check/lifetime.h"
+#include "check/view_access.h"
 #include "tlsan/check.h"
 
 #include <stdio.h>
@@ -53,6 +54,9 @@ typedef struct view_model {
      * and write it. CSR: acc_start has n_tensors + 1 entries. */
     uint32_t *acc_start, *acc_op;
     uint8_t *acc_rw;
+    /* Per view: its accesses and those of the views below it, from the checker's builder
+     * (view_access_build_every_view), which its drawn lifetime is derived from. */
+    view_access views;
     uint64_t *live_max; /* n_arenas * (n_ops + 2): most live root bytes at each step from -1
                            to n_ops over the paths drawn */
 } view_model;

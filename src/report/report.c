@@ -8,22 +8,37 @@
 /* ---- kinds: every table below is generated from TLSAN_FINDING_KINDS ---- */
 
 static const char *const kind_names[TLSAN_KIND_COUNT_] = {
-#define TLSAN_X_NAME(e, name, sev, desc) [TLSAN_KIND_##e] = name,
+#define TLSAN_X_NAME(e, name, sev, finder, desc) [TLSAN_KIND_##e] = name,
     TLSAN_FINDING_KINDS(TLSAN_X_NAME)
 #undef TLSAN_X_NAME
 };
 
 static const char *const kind_descriptions[TLSAN_KIND_COUNT_] = {
-#define TLSAN_X_DESC(e, name, sev, desc) [TLSAN_KIND_##e] = desc,
+#define TLSAN_X_DESC(e, name, sev, finder, desc) [TLSAN_KIND_##e] = desc,
     TLSAN_FINDING_KINDS(TLSAN_X_DESC)
 #undef TLSAN_X_DESC
 };
 
 static const tlsan_severity kind_severities[TLSAN_KIND_COUNT_] = {
-#define TLSAN_X_SEV(e, name, sev, desc) [TLSAN_KIND_##e] = sev,
+#define TLSAN_X_SEV(e, name, sev, finder, desc) [TLSAN_KIND_##e] = sev,
     TLSAN_FINDING_KINDS(TLSAN_X_SEV)
 #undef TLSAN_X_SEV
 };
+
+static const tlsan_finder kind_finders[TLSAN_KIND_COUNT_] = {
+#define TLSAN_X_FINDER(e, name, sev, finder, desc) [TLSAN_KIND_##e] = finder,
+    TLSAN_FINDING_KINDS(TLSAN_X_FINDER)
+#undef TLSAN_X_FINDER
+};
+
+/* The checker's kinds must come first: SARIF from `tlsan check` lists them as rules
+ * 0..TLSAN_KIND_CHECKER_COUNT_-1 and a result's ruleIndex is its kind. */
+#define TLSAN_X_ORDER(e, name, sev, finder, desc)                                                  \
+    _Static_assert(((finder) == TLSAN_FOUND_BY_CHECKER) ==                                         \
+                       (TLSAN_KIND_##e < TLSAN_KIND_CHECKER_COUNT_),                               \
+                   "the checker's kinds come first in TLSAN_FINDING_KINDS: " name);
+TLSAN_FINDING_KINDS(TLSAN_X_ORDER)
+#undef TLSAN_X_ORDER
 
 const char *tlsan_kind_name(tlsan_kind kind)
 {
@@ -38,6 +53,19 @@ const char *tlsan_kind_description(tlsan_kind kind)
 tlsan_severity tlsan_kind_severity(tlsan_kind kind)
 {
     return (unsigned)kind < TLSAN_KIND_COUNT_ ? kind_severities[kind] : TLSAN_SEVERITY_ERROR;
+}
+
+tlsan_finder tlsan_kind_finder(tlsan_kind kind)
+{
+    return (unsigned)kind < TLSAN_KIND_COUNT_ ? kind_finders[kind] : (tlsan_finder)0;
+}
+
+tlsan_kind tlsan_kind_from_name(const char *name)
+{
+    for (int k = 0; name && k < TLSAN_KIND_COUNT_; k++)
+        if (strcmp(kind_names[k], name) == 0)
+            return (tlsan_kind)k;
+    return TLSAN_KIND_COUNT_;
 }
 
 /* ---- building ---- */

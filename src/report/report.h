@@ -51,6 +51,7 @@ struct tlsan_report {
     const runtime_finding *runtime; /* borrowed (report_set_runtime) */
     size_t n_runtime;
     const char *runtime_process; /* "pid N": who reported them */
+    bool traced; /* checked from a trace (report_set_runtime): run-time kinds may show */
 };
 
 /* Attaches the findings a traced process reported at run time (borrowed: they must outlive the

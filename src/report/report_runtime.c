@@ -13,6 +13,19 @@ void report_set_runtime(tlsan_report *r, const runtime_finding *findings, size_t
     r->runtime = findings;
     r->n_runtime = n;
     r->runtime_process = process;
+    r->traced = true;
+}
+
+/* The kind a trace recorded by name, from the one table; TLSAN_KIND_COUNT_ for a name it does
+ * not hold (a trace of another version), which is shown as recorded, as an error. */
+static tlsan_kind kind_of(const runtime_finding *f)
+{
+    return tlsan_kind_from_name(f->kind);
+}
+
+static const char *severity_of(const runtime_finding *f)
+{
+    return tlsan_severity_name(tlsan_kind_severity(kind_of(f)));
 }
 
 size_t report_total_count(const tlsan_report *r)
@@ -41,8 +54,10 @@ void report_text_runtime(const tlsan_report *r, const char *label, const char *r
 {
     for (size_t i = 0; i < r->n_runtime; i++) {
         const runtime_finding *f = &r->runtime[i];
-        fprintf(out, "%s\nERROR: tlsan: %s %s (reported at run time by %s of %s)\n", rule, f->kind,
-                f->message, r->runtime_process ? r->runtime_process : "the process", label);
+        bool warn = tlsan_kind_severity(kind_of(f)) == TLSAN_SEVERITY_WARNING;
+        fprintf(out, "%s\n%s: tlsan: %s %s (reported at run time by %s of %s)\n", rule,
+                warn ? "WARNING" : "ERROR", f->kind, f->message,
+                r->runtime_process ? r->runtime_process : "the process", label);
         for (size_t s = 0; s < f->n_stacks; s++) {
             const runtime_stack *st = &f->stacks[s];
             fprintf(out, "%s:\n", st->role);
@@ -89,7 +104,7 @@ void report_gen_runtime_findings(report_gen *j, const tlsan_report *r)
     for (size_t i = 0; i < r->n_runtime; i++) {
         const runtime_finding *f = &r->runtime[i];
         report_gen_open_map(j);
-        report_gen_finding_head(j, f->kind, "error", f->tensors, f->n_tensors, f->message);
+        report_gen_finding_head(j, f->kind, severity_of(f), f->tensors, f->n_tensors, f->message);
         report_gen_str(j, "found");
         report_gen_str(j, "at run time");
         if (r->runtime_process) {
@@ -155,8 +170,12 @@ void report_gen_runtime_results(report_gen *j, const tlsan_report *r)
         report_gen_open_map(j);
         report_gen_str(j, "ruleId");
         report_gen_str(j, f->kind);
+        if (kind_of(f) != TLSAN_KIND_COUNT_) {
+            report_gen_str(j, "ruleIndex");
+            report_gen_i64(j, (int64_t)kind_of(f));
+        }
         report_gen_str(j, "level");
-        report_gen_str(j, "error");
+        report_gen_str(j, severity_of(f));
         report_gen_str(j, "message");
         report_gen_open_map(j);
         report_gen_str(j, "text");

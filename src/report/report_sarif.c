@@ -152,11 +152,13 @@ static void gen_related_locations(report_gen *j, const tlsan_report *r, const tl
     report_gen_close_array(j);
 }
 
-static void gen_rules(report_gen *j)
+/* One rule per kind the inputs can show: the checker's, and for a replayed trace also the
+ * run-time kinds (the checker's come first, so a rule's index is its kind). */
+static void gen_rules(report_gen *j, int n_kinds)
 {
     report_gen_str(j, "rules");
     report_gen_open_array(j);
-    for (int k = 0; k < TLSAN_KIND_COUNT_; k++) {
+    for (int k = 0; k < n_kinds; k++) {
         report_gen_open_map(j);
         report_gen_str(j, "id");
         report_gen_str(j, tlsan_kind_name((tlsan_kind)k));
@@ -302,7 +304,11 @@ int report_write_sarif(const tlsan_report *const *reports, const char *const *la
     report_gen_str(&j, "tlsan");
     report_gen_str(&j, "version");
     report_gen_str(&j, TLSAN_VERSION_STRING);
-    gen_rules(&j);
+    int n_kinds = TLSAN_KIND_CHECKER_COUNT_;
+    for (size_t i = 0; i < n; i++)
+        if (reports[i] && reports[i]->traced)
+            n_kinds = TLSAN_KIND_COUNT_;
+    gen_rules(&j, n_kinds);
     report_gen_close_map(&j);
     report_gen_close_map(&j);
 

@@ -456,10 +456,87 @@ static void trace_magic(void **state)
     rmdir(dir);
 }
 
+/* The picture's view accesses are the checker's: on a plan of views, some declaring a
+ * lifetime, each declaring view's list in the model is the one the checker judges its
+ * declared lifetime against (view_access_build), every other view has its list too, and a
+ * view the checker finds too short is drawn with the derived lifetime the finding names.
+ *   r <- v (declares [1,2]) <- w <- z (declares [0,5]);  v2 <- r, read on one arm only. */
+static const char declared_views_q[] =
+    "{'tlsan_plan':1,'arenas':[{'name':'a0','bytes':1024}],'tensors':["
+    "{'name':'x','bytes':64,'arena':'a0','offset':0,'input':true},"
+    "{'name':'r','bytes':512,'arena':'a0','offset':64},"
+    "{'name':'v','bytes':256,'view_of':'r','lifetime':[1,2]},"
+    "{'name':'w','bytes':128,'view_of':'v','view_offset':128},"
+    "{'name':'z','bytes':64,'view_of':'w','view_offset':64,'lifetime':[0,5]},"
+    "{'name':'v2','bytes':256,'view_of':'r','view_offset':256},"
+    "{'name':'y','bytes':64,'arena':'a0','offset':640,'output':true}],'ops':["
+    "{'name':'o0','reads':['x'],'writes':['r']},"
+    "{'name':'o1','reads':['r'],'writes':['v']},"
+    "{'name':'o2','reads':['z'],'writes':['y']},"
+    "{'name':'o3','reads':['v2'],'writes':['y'],'branch':{'if':'c','arm':'then'}},"
+    "{'name':'o4','reads':['w','y'],'writes':['y']}]}";
+
+static void assert_accesses(const view_access *va, uint32_t t, const uint32_t *ops,
+                            const uint8_t *rw, uint32_t n)
+{
+    assert_int_equal(va->start[t + 1] - va->start[t], n);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_int_equal(va->op[va->start[t] + i], ops[i]);
+        assert_int_equal(va->rw[va->start[t] + i], rw[i]);
+    }
+}
+
+static void view_accesses_are_the_checkers(void **state)
+{
+    (void)state;
+    checked c = check_q(declared_views_q);
+    const tlsan_plan *p = c.plan;
+    access_index ix;
+    assert_int_equal(access_index_build(&ix, p), 0);
+    view_access judged = {0};
+    assert_int_equal(view_access_build(&judged, p, &ix), 0);
+    assert_null(judged.hull);
+    assert_null(c.m.views.hull);
+
+    uint32_t v = tcheck_tensor(p, "v"), w = tcheck_tensor(p, "w"), z = tcheck_tensor(p, "z"),
+             v2 = tcheck_tensor(p, "v2");
+    /* The checker lists the declaring views only; the picture the same lists for them. */
+    const uint32_t v_ops[] = {1, 2, 4}, w_ops[] = {2, 4}, z_ops[] = {2}, v2_ops[] = {3};
+    const uint8_t v_rw[] = {ACC_WRITE, ACC_READ, ACC_READ}, w_rw[] = {ACC_READ, ACC_READ},
+                  z_rw[] = {ACC_READ}, v2_rw[] = {ACC_READ | ACC_COND};
+    assert_accesses(&judged, v, v_ops, v_rw, 3);
+    assert_accesses(&judged, z, z_ops, z_rw, 1);
+    assert_accesses(&judged, w, NULL, NULL, 0);
+    assert_accesses(&judged, v2, NULL, NULL, 0);
+    assert_accesses(&c.m.views, v, v_ops, v_rw, 3);
+    assert_accesses(&c.m.views, z, z_ops, z_rw, 1);
+    assert_accesses(&c.m.views, w, w_ops, w_rw, 2);
+    assert_accesses(&c.m.views, v2, v2_ops, v2_rw, 1);
+    for (uint32_t t = 0; t < p->n_tensors; t++)
+        assert_int_equal(c.m.views.flags[t], judged.flags[t]);
+
+    /* v is found too short with derived lifetime [1, 4]; the picture draws exactly that. */
+    assert_int_equal(tlsan_report_count(c.report), 1);
+    const tlsan_finding *f = tlsan_report_finding(c.report, 0);
+    assert_int_equal(f->kind, TLSAN_KIND_LIFETIME_TOO_SHORT);
+    assert_string_equal(f->tensors[0], "v");
+    assert_int_equal(f->lifetimes[0][0], 1);
+    assert_int_equal(f->lifetimes[0][1], 4);
+    assert_life(&c.m, "v", 1, 4);
+    assert_life(&c.m, "w", 2, 4);
+    assert_life(&c.m, "z", 2, 2);
+    assert_life(&c.m, "v2", 3, 3); /* on the `then` path; no access on `else` */
+    assert_life(&c.m, "r", 0, 4);
+    view_access_free(&judged);
+    access_index_free(&ix);
+    checked_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(model_of_overlap),
+        cmocka_unit_test(view_accesses_are_the_checkers),
         cmocka_unit_test(html_embeds_the_rectangles),
         cmocka_unit_test(html_is_self_contained),
         cmocka_unit_test(svg_has_the_rectangles),

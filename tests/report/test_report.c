@@ -238,11 +238,31 @@ static void test_kinds(void **state)
     assert_int_equal(tlsan_kind_severity(TLSAN_KIND_OUT_OF_BOUNDS), TLSAN_SEVERITY_ERROR);
     assert_string_equal(tlsan_kind_description(TLSAN_KIND_SIZE_MISMATCH),
                         "a tensor's bytes are fewer than its dtype and shape need");
-    /* Every kind has a distinct, non-empty name and a description. */
-    assert_int_equal(TLSAN_KIND_COUNT_, 10);
+    /* The run-time kinds come after the checker's, in the same table. */
+    assert_int_equal(TLSAN_KIND_CHECKER_COUNT_, 10);
+    assert_int_equal(TLSAN_KIND_COUNT_, 19);
+    assert_int_equal(TLSAN_KIND_HEAP_WRITE_AFTER_FREE, 10);
+    assert_int_equal(TLSAN_KIND_SLOT_OVERFLOW, 18);
+    assert_string_equal(tlsan_kind_name(TLSAN_KIND_HEAP_WRITE_AFTER_FREE), "heap-write-after-free");
+    assert_string_equal(tlsan_kind_name(TLSAN_KIND_SLOT_OVERFLOW), "slot-overflow");
+    assert_string_equal(tlsan_kind_description(TLSAN_KIND_LIVE_CORRUPTION),
+                        "a live tensor changed with no write of its own");
+    assert_int_equal(tlsan_kind_severity(TLSAN_KIND_DOUBLE_FREE), TLSAN_SEVERITY_ERROR);
+    assert_int_equal(tlsan_kind_finder(TLSAN_KIND_CACHE_KEY_COLLISION), TLSAN_FOUND_BY_CHECKER);
+    assert_int_equal(tlsan_kind_finder(TLSAN_KIND_INVALID_FREE), TLSAN_FOUND_BY_HEAP);
+    assert_int_equal(tlsan_kind_finder(TLSAN_KIND_LIVE_CORRUPTION), TLSAN_FOUND_BY_TENSOR_RUNTIME);
+    assert_int_equal(tlsan_kind_finder(TLSAN_KIND_COUNT_), 0);
+    assert_int_equal(tlsan_kind_from_name("stale-write"), TLSAN_KIND_STALE_WRITE);
+    assert_int_equal(tlsan_kind_from_name("live-overlap"), TLSAN_KIND_LIVE_OVERLAP);
+    assert_int_equal(tlsan_kind_from_name("live"), TLSAN_KIND_COUNT_);
+    assert_int_equal(tlsan_kind_from_name(NULL), TLSAN_KIND_COUNT_);
+    /* Every kind has a distinct, non-empty name and a description; the checker's come first. */
     for (int i = 0; i < TLSAN_KIND_COUNT_; i++) {
         assert_true(strlen(tlsan_kind_name((tlsan_kind)i)) > 0);
         assert_true(strlen(tlsan_kind_description((tlsan_kind)i)) > 0);
+        assert_int_equal(tlsan_kind_from_name(tlsan_kind_name((tlsan_kind)i)), i);
+        assert_int_equal(tlsan_kind_finder((tlsan_kind)i) == TLSAN_FOUND_BY_CHECKER,
+                         i < TLSAN_KIND_CHECKER_COUNT_);
         for (int k = 0; k < i; k++)
             assert_string_not_equal(tlsan_kind_name((tlsan_kind)i), tlsan_kind_name((tlsan_kind)k));
     }
@@ -822,8 +842,9 @@ static void test_sarif(void **state)
     assert_json_str(driver, "name", "tlsan");
     assert_non_null(get(driver, "version", NULL));
     yajl_val rules = get(driver, "rules", NULL);
-    assert_int_equal(YAJL_GET_ARRAY(rules)->len, TLSAN_KIND_COUNT_);
-    for (int k = 0; k < TLSAN_KIND_COUNT_; k++) {
+    /* A plan's SARIF has the checker's kinds as rules; run-time kinds cannot show. */
+    assert_int_equal(YAJL_GET_ARRAY(rules)->len, TLSAN_KIND_CHECKER_COUNT_);
+    for (int k = 0; k < TLSAN_KIND_CHECKER_COUNT_; k++) {
         yajl_val rule = YAJL_GET_ARRAY(rules)->values[k];
         assert_json_str(rule, "id", tlsan_kind_name((tlsan_kind)k));
         assert_json_str(get(rule, "shortDescription", NULL), "text",
@@ -874,6 +895,83 @@ static void test_sarif(void **state)
     tlsan_plan_free(p);
 }
 
+/* Findings a traced process reported at run time take their severity, SARIF rule and rule
+ * index from the one table of kinds; a name the table lacks is shown as recorded. */
+static void test_runtime_kinds(void **state)
+{
+    (void)state;
+    tlsan_plan *p = demo_plan("demo");
+    const tlsan_plan *plans[] = {p};
+    tlsan_report *r = report_new(plans, 1, false);
+    static const char *const tensors[] = {"a"};
+    static const runtime_finding runtime[] = {
+        {.kind = "heap-write-after-free", .message = "at offset 8 of a 64-byte block"},
+        {.kind = "lifetime-too-short",
+         .message = "on 'a' in plan 'demo'",
+         .tensors = tensors,
+         .n_tensors = 1},
+        {.kind = "future-kind", .message = "from a newer shim"},
+    };
+    report_set_runtime(r, runtime, 3, "pid 7");
+
+    char *text = text_of(r, "t.trace", NULL);
+    assert_non_null(strstr(text, "\nERROR: tlsan: heap-write-after-free at offset 8 of a 64-byte "
+                                 "block (reported at run time by pid 7 of t.trace)\n"));
+    assert_non_null(strstr(text, "\nWARNING: tlsan: lifetime-too-short on 'a' in plan 'demo' "
+                                 "(reported at run time by pid 7 of t.trace)\n"));
+    assert_non_null(strstr(text, "\nERROR: tlsan: future-kind from a newer shim "));
+    free(text);
+
+    char *json = json_of(r, "t.trace");
+    yajl_val v = parse(json);
+    yajl_val findings = get(v, "findings", NULL);
+    assert_int_equal(YAJL_GET_ARRAY(findings)->len, 3);
+    const char *const severities[] = {"error", "warning", "error"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_json_str(YAJL_GET_ARRAY(findings)->values[i], "kind", runtime[i].kind);
+        assert_json_str(YAJL_GET_ARRAY(findings)->values[i], "severity", severities[i]);
+    }
+    yajl_tree_free(v);
+    free(json);
+
+    const tlsan_report *reports[] = {r};
+    const char *labels[] = {"t.trace"};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    assert_int_equal(report_write_sarif(reports, labels, NULL, 1, out), 0);
+    fclose(out);
+    v = parse(buf);
+    yajl_val run = YAJL_GET_ARRAY(get(v, "runs", NULL))->values[0];
+    yajl_val rules = get(get(run, "tool", NULL), "driver", NULL);
+    rules = get(rules, "rules", NULL);
+    assert_int_equal(YAJL_GET_ARRAY(rules)->len, TLSAN_KIND_COUNT_);
+    for (int k = 0; k < TLSAN_KIND_COUNT_; k++) {
+        yajl_val rule = YAJL_GET_ARRAY(rules)->values[k];
+        assert_json_str(rule, "id", tlsan_kind_name((tlsan_kind)k));
+        assert_json_str(get(rule, "shortDescription", NULL), "text",
+                        tlsan_kind_description((tlsan_kind)k));
+    }
+    yajl_val results = get(run, "results", NULL);
+    assert_int_equal(YAJL_GET_ARRAY(results)->len, 3);
+    const int64_t rule_index[] = {TLSAN_KIND_HEAP_WRITE_AFTER_FREE, TLSAN_KIND_LIFETIME_TOO_SHORT,
+                                  -1};
+    for (size_t i = 0; i < 3; i++) {
+        yajl_val res = YAJL_GET_ARRAY(results)->values[i];
+        assert_json_str(res, "ruleId", runtime[i].kind);
+        assert_json_str(res, "level", severities[i]);
+        yajl_val index = get(res, "ruleIndex", NULL);
+        if (rule_index[i] < 0)
+            assert_null(index);
+        else
+            assert_int_equal(YAJL_GET_INTEGER(index), rule_index[i]);
+    }
+    yajl_tree_free(v);
+    free(buf);
+    tlsan_report_free(r);
+    tlsan_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -892,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_json_invalid_utf8),
         cmocka_unit_test(test_write_failure),
         cmocka_unit_test(test_sarif),
+        cmocka_unit_test(test_runtime_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,7 +85,7 @@ const char *brute_kind_name(tlsan_kind kind)
     /* Own table from the header's X-macro: the test support must not depend on the
      * library's tlsan_kind_name(), which is part of what is being tested. */
     static const char *const names[] = {
-#define BRUTE_X_NAME(e, name, sev, desc) name,
+#define BRUTE_X_NAME(e, name, sev, finder, desc) name,
         TLSAN_FINDING_KINDS(BRUTE_X_NAME)
 #undef BRUTE_X_NAME
     };

@@ -1,6 +1,26 @@
-/* options.h - TLSAN_OPTIONS: one table drives the struct, the parser, help=1 and the docs. */
-#ifndef TLSAN_SHIM_OPTIONS_H
-#define TLSAN_SHIM_OPTIONS_H
+/* options: the runtime options (TLSAN_OPTIONS). One table (SHIM_OPTIONS below: type, name,
+ * default, one-line doc) gives the struct, the defaults, the parser, help=1 and the options
+ * table of docs/runtime.md (tests/core/test_options.c fails when the two disagree). Two
+ * readers use the one parser: the shim, which obeys the options, and `tlsan run`, which reads
+ * where the traces go and which exit status means "findings"; so they cannot read the same
+ * text two ways.
+ *
+ * The rule, for every reader:
+ * - pairs NAME=VALUE, separated by any run of ':' ',' space, tab, newline or carriage return;
+ * - a VALUE may be quoted with ' or " (it then holds separators; no escapes; it ends at the
+ *   matching quote or at the end of the text);
+ * - pairs apply in order: of a repeated name, the last good value wins;
+ * - forgiving, as compiler-rt's sanitizers: an unknown name, a pair without '=' or a bad value
+ *   gets one message and is ignored (the option keeps the value it had: its default or an
+ *   earlier pair's), and the pairs after it still apply. The shim prints the messages (one
+ *   line each, on its report stream); `tlsan run` stays quiet, as every process of the run
+ *   says them.
+ *
+ * Nothing here allocates, locks or touches a global: the shim parses in its constructor,
+ * possibly from inside the program's first malloc, before its heap side table exists. The
+ * caller owns the struct and the buffers. */
+#ifndef TLSAN_CORE_OPTIONS_H
+#define TLSAN_CORE_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,9 +36,13 @@ enum shim_log_format { SHIM_LOG_TEXT, SHIM_LOG_JSON };
  * block (glibc unmaps those) with SIGSEGV; every other finding goes on. */
 enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
 
-/* X(type, name, default, help). Types: BOOL (0/1, also true/false), INT (decimal), SIZE
- * (unsigned decimal), STR (up to 255 bytes), CHECKSUM (all|shared|off), HALT (0|1|native),
- * LOGFMT (text|json). */
+/* The longest STR value, in bytes (a longer one is a bad value). */
+#define OPTIONS_STR_MAX_BYTES 255
+
+/* X(type, name, default, doc). Types: BOOL (0/1, also true/false), INT (decimal, optional
+ * sign, fits an int), SIZE (unsigned decimal, fits 64 bits), STR (up to OPTIONS_STR_MAX_BYTES
+ * bytes), CHECKSUM (all|shared|off), HALT (0|1|native), LOGFMT (text|json). The doc is one
+ * line: help=1 prints it and docs/runtime.md's table repeats it word for word. */
 #define SHIM_OPTIONS(X)                                                                            \
     X(HALT, halt_on_error, SHIM_HALT_NATIVE,                                                       \
       "1: exit with `exitcode` at the first finding; native: die where glibc would; 0: never")     \
@@ -48,30 +72,34 @@ struct shim_options {
 #define SHIM_OPT_DECL_BOOL(n)     bool n
 #define SHIM_OPT_DECL_INT(n)      int n
 #define SHIM_OPT_DECL_SIZE(n)     uint64_t n
-#define SHIM_OPT_DECL_STR(n)      char n[256]
+#define SHIM_OPT_DECL_STR(n)      char n[OPTIONS_STR_MAX_BYTES + 1]
 #define SHIM_OPT_DECL_CHECKSUM(n) enum shim_checksum n
 #define SHIM_OPT_DECL_HALT(n)     enum shim_halt n
 #define SHIM_OPT_DECL_LOGFMT(n)   enum shim_log_format n
-#define X(type, name, def, help)  SHIM_OPT_DECL_##type(name);
+#define X(type, name, def, doc)   SHIM_OPT_DECL_##type(name);
     SHIM_OPTIONS(X)
 #undef X
 };
 
 /* Sets every option to its default. */
-void options_defaults(struct shim_options *o);
+void options_defaults(struct shim_options *opts);
 
-/* Parses "key=value:key=value" (also ',' or whitespace as separators; a value may be quoted
- * with ' or ") over the current values. Never allocates. On an unknown key or a bad value
- * the pair is ignored (the option keeps its previous value), parsing continues with the next
- * pair, and the function returns false; err (may be NULL) then holds one message per bad pair,
- * each a full line "tlsan: TLSAN_OPTIONS: ..." without its newline, joined by '\n'. */
-bool options_parse(struct shim_options *o, const char *text, char *err, size_t err_bytes);
+/* Parses text (NULL or "" is no pairs) by the rule above, over the values already in opts.
+ * Returns true when every pair was good. Otherwise err (may be NULL; err_bytes its size)
+ * holds one message per bad pair, in order, each "tlsan: TLSAN_OPTIONS: ..." without its
+ * newline, joined by '\n' and cut to fit (always NUL-terminated when err_bytes > 0). */
+bool options_parse(struct shim_options *opts, const char *text, char *err, size_t err_bytes);
 
-/* Appends "name=value" for one option (its current value in o) to b; nothing if unknown. */
-struct outbuf;
-void options_append(struct outbuf *b, const struct shim_options *o, const char *name);
+/* Writes "name=value" (the option's current value in opts, as help=1 shows defaults: numbers
+ * in decimal, words as written, strings in single quotes) to buf, cut to fit, NUL-terminated.
+ * Returns false (buf "") when no option has that name. */
+bool options_format_pair(const struct shim_options *opts, const char *name, char *buf,
+                         size_t buf_bytes);
 
-/* Writes the option table (name, default, help) to fd, one line each. Never allocates. */
-void options_print_help(int fd);
+/* The help text help=1 prints: a heading line, then one line per option, in table order:
+ * two spaces, "name=default" padded to 24 columns, a space and the doc. Written to buf (cut
+ * to fit, NUL-terminated; OPTIONS_HELP_BYTES always suffice); returns its length. */
+#define OPTIONS_HELP_BYTES 4096
+size_t options_help_text(char *buf, size_t buf_bytes);
 
 #endif

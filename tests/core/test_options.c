@@ -1,16 +1,17 @@
-/* options: TLSAN_OPTIONS parsing of every type, forgiving separators and quotes, one message
- * per bad pair (the rest still applies), and help. */
+/* options: TLSAN_OPTIONS parsing of every type, forgiving separators (newlines too) and quotes,
+ * one message per bad pair (the rest still applies, a bad value keeps the earlier one), help,
+ * and docs/runtime.md's table against the options table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "options.h"
-#include "out.h"
+#include "core/options.h"
 
 static void defaults(void **state)
 {
@@ -90,6 +91,46 @@ static void separators(void **state)
     /* Later pairs win. */
     assert_true(options_parse(&o, "redzone=1:redzone=2", NULL, 0));
     assert_int_equal(o.redzone, 2);
+    /* A newline or a carriage return separates as ':' does (a value ends there). */
+    assert_true(options_parse(&o, "verbosity=0\nexitcode=5\r\nlog_path=/l\ntrace=0", NULL, 0));
+    assert_int_equal(o.verbosity, 0);
+    assert_int_equal(o.exitcode, 5);
+    assert_string_equal(o.log_path, "/l");
+    assert_int_equal(o.trace, 0);
+    /* Inside quotes a separator is part of the value. */
+    assert_true(options_parse(&o, "log_path='a\nb':exitcode=6", NULL, 0));
+    assert_string_equal(o.log_path, "a\nb");
+    assert_int_equal(o.exitcode, 6);
+    /* An unterminated quote takes the rest of the text. */
+    assert_true(options_parse(&o, "log_path=\"x:exitcode=7", NULL, 0));
+    assert_string_equal(o.log_path, "x:exitcode=7");
+    assert_int_equal(o.exitcode, 6);
+}
+
+static void repeated_names(void **state)
+{
+    (void)state;
+    struct shim_options o;
+    options_defaults(&o);
+    char err[256];
+    /* A bad repeat keeps the last good value, not the default. */
+    assert_false(options_parse(&o, "exitcode=5:exitcode=x", err, sizeof err));
+    assert_int_equal(o.exitcode, 5);
+    assert_string_equal(err, "tlsan: TLSAN_OPTIONS: bad value 'x' for 'exitcode' (want an integer; "
+                             "ignored)");
+    /* A bad value alone keeps the default. */
+    options_defaults(&o);
+    assert_false(options_parse(&o, "exitcode=x", err, sizeof err));
+    assert_int_equal(o.exitcode, 1);
+    /* The last of good repeats wins, whatever came between. */
+    assert_false(options_parse(&o, "checksum=all:checksum=bad:checksum=off:foo", err, sizeof err));
+    assert_int_equal(o.checksum, SHIM_CHECKSUM_OFF);
+    /* Parses apply over each other: the environment's text, then tlsan run's additions. */
+    options_defaults(&o);
+    assert_true(options_parse(&o, "trace_dir=/a:exitcode=3", NULL, 0));
+    assert_true(options_parse(&o, "trace_dir=/b", NULL, 0));
+    assert_string_equal(o.trace_dir, "/b");
+    assert_int_equal(o.exitcode, 3);
 }
 
 static void errors(void **state)
@@ -155,45 +196,110 @@ static void errors(void **state)
     assert_string_equal(tiny, "tlsan: TLSAN_OP");
 }
 
+/* The help text, read back line by line. */
 static void help(void **state)
 {
     (void)state;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    options_print_help(fds[1]);
-    close(fds[1]);
-    char text[8192] = {0};
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
-        len += (size_t)n;
-    close(fds[0]);
+    char text[OPTIONS_HELP_BYTES];
+    size_t len = options_help_text(text, sizeof text);
+    assert_int_equal(len, strlen(text));
+    assert_true(len + 1 < sizeof text); /* never cut */
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
     assert_int_equal(lines, 19); /* a heading and the 18 options */
     assert_non_null(strstr(text, "\n  halt_on_error=native     1: exit with `exitcode` at the "
                                  "first finding; native: die where glibc would; 0: never\n"));
-    assert_non_null(strstr(text, "\n  quarantine_mb=8 "));
+    assert_non_null(strstr(text, "\n  quarantine_mb=8          megabytes of memory the quarantine "
+                                 "of freed blocks may hold (0: none)\n"));
     assert_non_null(strstr(text, "\n  checksum=shared "));
-    assert_non_null(strstr(text, "\n  log_path='' "));
+    assert_non_null(strstr(text, "\n  log_path=''              write reports to PATH.PID instead "
+                                 "of stderr\n"));
+    /* A pair longer than the column still gets one space. */
+    assert_non_null(strstr(text, "\n  ggml_plan_path=''        ggml: "));
+
+    /* A small buffer is cut, NUL-terminated. */
+    char small[8];
+    assert_int_equal(options_help_text(small, sizeof small), 7);
+    assert_string_equal(small, "tlsan: ");
 
     struct shim_options o;
     options_defaults(&o);
-    char buf[64];
-    struct outbuf b = {buf, 0, sizeof buf};
-    options_append(&b, &o, "redzone");
-    out_appendf(&b, " ");
-    options_append(&b, &o, "checksum");
-    options_append(&b, &o, "nonesuch");
-    assert_string_equal(buf, "redzone=16 checksum=shared");
+    char pair[64];
+    assert_true(options_format_pair(&o, "redzone", pair, sizeof pair));
+    assert_string_equal(pair, "redzone=16");
+    assert_true(options_format_pair(&o, "checksum", pair, sizeof pair));
+    assert_string_equal(pair, "checksum=shared");
+    assert_true(
+        options_parse(&o, "exitcode=-7:trace_dir=/r:halt_on_error=1:log_format=json", NULL, 0));
+    assert_true(options_format_pair(&o, "exitcode", pair, sizeof pair));
+    assert_string_equal(pair, "exitcode=-7");
+    assert_true(options_format_pair(&o, "trace_dir", pair, sizeof pair));
+    assert_string_equal(pair, "trace_dir='/r'");
+    assert_true(options_format_pair(&o, "halt_on_error", pair, sizeof pair));
+    assert_string_equal(pair, "halt_on_error=1");
+    assert_true(options_format_pair(&o, "log_format", pair, sizeof pair));
+    assert_string_equal(pair, "log_format=json");
+    assert_false(options_format_pair(&o, "nonesuch", pair, sizeof pair));
+    assert_string_equal(pair, "");
+}
+
+/* docs/runtime.md's options table is the table: one row per option, in table order,
+ * "| `name` | `default` | doc |" with the default as help=1 prints it. */
+static void docs_table(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+#define X(type, name, def, doc) #name,
+        SHIM_OPTIONS(X)
+#undef X
+    };
+    static const char *const docs[] = {
+#define X(type, name, def, doc) doc,
+        SHIM_OPTIONS(X)
+#undef X
+    };
+    const size_t n_options = sizeof names / sizeof names[0];
+    FILE *f = fopen(TLSAN_SOURCE_DIR "/docs/runtime.md", "r");
+    assert_non_null(f);
+    char line[1024];
+    bool in_section = false;
+    size_t row = 0, header_lines = 0;
+    struct shim_options defaults;
+    options_defaults(&defaults);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "## ", 3) == 0) {
+            in_section = strcmp(line, "## Options (`TLSAN_OPTIONS`)") == 0;
+            continue;
+        }
+        if (!in_section || line[0] != '|')
+            continue;
+        if (header_lines < 2) { /* "| option | default | meaning |" and the rule */
+            header_lines++;
+            continue;
+        }
+        assert_true(row < n_options); /* no row for an option the table lacks */
+        char pair[OPTIONS_STR_MAX_BYTES + 32];
+        assert_true(options_format_pair(&defaults, names[row], pair, sizeof pair));
+        char want[1024];
+        snprintf(want, sizeof want, "| `%s` | `%s` | %s |", names[row],
+                 pair + strlen(names[row]) + 1, docs[row]);
+        assert_string_equal(line, want);
+        row++;
+    }
+    fclose(f);
+    assert_int_equal(header_lines, 2);
+    assert_int_equal(row, n_options); /* every option has its row */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(defaults), cmocka_unit_test(every_type), cmocka_unit_test(separators),
-        cmocka_unit_test(errors),   cmocka_unit_test(help),
+        cmocka_unit_test(defaults),   cmocka_unit_test(every_type),
+        cmocka_unit_test(separators), cmocka_unit_test(repeated_names),
+        cmocka_unit_test(errors),     cmocka_unit_test(help),
+        cmocka_unit_test(docs_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
