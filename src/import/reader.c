@@ -561,6 +561,11 @@ static int parse_int(const char *s, size_t len, int64_t *out)
         if (c == '.' || c == 'e' || c == 'E')
             return NUM_FRACTION;
         uint64_t d = (uint64_t)(c - '0');
+        /* 18 digits cannot reach the limit: only longer numbers are checked digit by digit */
+        if (i - neg < 18) {
+            v = v * 10 + d;
+            continue;
+        }
         if (big || v > (limit - d) / 10) {
             big = true; /* still looking for a fraction or exponent */
             continue;
