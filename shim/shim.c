@@ -281,6 +281,7 @@ void shim_exit_quick_checks(void)
         return;
     bool entered = shim_enter();
     heap_verify_quarantine(1);
+    heap_verify_live(1);
     if (entered)
         shim_leave();
 }
@@ -290,8 +291,10 @@ void shim_exit_checks(void)
     if (!shim_active())
         return;
     bool entered = shim_enter();
-    if (!atomic_exchange(&g_exit_checked, 1))
+    if (!atomic_exchange(&g_exit_checked, 1)) {
         heap_verify_quarantine(1);
+        heap_verify_live(1);
+    }
     uint64_t n = report_count();
     if (g_opts.verbosity >= 1) {
         struct heap_stats st;

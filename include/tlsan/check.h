@@ -65,6 +65,8 @@ extern "C" {
       "a heap block freed twice")                                                                  \
     X(INVALID_FREE, "invalid-free", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP,                     \
       "free of a pointer malloc did not return")                                                   \
+    X(ALLOC_DEALLOC_MISMATCH, "alloc-dealloc-mismatch", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_HEAP, \
+      "a heap block released by another family (new[] + delete, malloc + delete, new + free)")     \
     X(LIVE_CORRUPTION, "live-corruption", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME,     \
       "a live tensor changed with no write of its own")                                            \
     X(STALE_WRITE, "stale-write", TLSAN_SEVERITY_ERROR, TLSAN_FOUND_BY_TENSOR_RUNTIME,             \

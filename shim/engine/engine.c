@@ -26,7 +26,9 @@
 #include "tlsan/tlsan.h"
 
 #include "engine/engine.h"
+#include "engine/finding.h"
 
+#include "checker_report.h"
 #include "checksum.h"
 #include "depot.h"
 #include "heap/heap.h"
@@ -49,8 +51,8 @@
 
 #define USAGE_MAX      50 /* usage warnings printed before they are suppressed */
 #define OVERFLOW_CHECK 64 /* bytes past a written root checked for the sentinel */
-#define SHOW_BYTES     16 /* bytes shown in stale-write and slot-overflow reports */
-#define MAX_WHO        4  /* other tensors listed in one report */
+/* The name a plan handed over goes by in its error messages and source positions. */
+#define PLAN_LOAD_LABEL "tlsan_plan_load"
 
 typedef unsigned long long ull; /* out.h formats %llu / %llx */
 
@@ -166,40 +168,8 @@ struct op {
 
 /* ---- findings (collected under the lock, reported after) ---- */
 
-enum { F_UAR, F_CLOBBER, F_INPLACE, F_HASH, F_STALE, F_OVERFLOW };
-enum { W_READ, W_WRITE, W_RELEASE, W_DESTROY };
-
-struct who {
-    const char *name;
-    uint32_t stack;
-    uint64_t lo, hi;
-};
-
-struct finding {
-    struct finding *next;
-    int var, when;
-    const char *tensor, *via, *arena;
-    uint64_t lo, hi;
-    uint32_t bind_stack, release_stack;
-    bool stale_view;
-    const char *last_op;
-    uint32_t last_op_stack;
-    const char *op;
-    uint32_t op_stack;
-    const char *clob_by, *clob_op;
-    uint32_t clob_op_stack, clob_by_bind_stack;
-    uint64_t clob_lo, clob_hi;
-    struct who others[MAX_WHO];
-    size_t n_others;
-    uint64_t expect, got;
-    uintptr_t base;
-    uint64_t bad; /* arena offset of the first changed byte */
-    unsigned char found[SHOW_BYTES], expected[SHOW_BYTES];
-    size_t n_shown;
-    struct who prev[MAX_WHO];
-    size_t n_prev;
-    bool dup; /* the same finding was reported before */
-};
+/* The findings themselves (their variants, constructors and reports) are engine/finding.h's,
+ * shared with the ggml adapter. */
 
 /* A hash to compute outside the lock. verify: compare with expect; else store. */
 struct job {
@@ -209,7 +179,7 @@ struct job {
     size_t n;
     bool verify;
     uint64_t expect, got;
-    int when;
+    enum finding_moment moment;
     const char *op, *via;
     uint32_t op_stack;
 };
@@ -586,250 +556,76 @@ static void uncovered(struct work *w, struct arena *a, const struct tensor *self
 
 /* ---- findings ---- */
 
-static struct finding *finding_new(struct work *w, int var)
+/* A zeroed finding on w's list, for a constructor of engine/finding.h. */
+static struct finding *finding_alloc(struct work *w)
 {
     struct finding *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->var = var;
     *w->tail = f;
     w->tail = &f->next;
     return f;
 }
 
-static void finding_tensor(struct finding *f, const struct tensor *t)
+/* Root t as a report names it, with its bind stack. */
+static struct finding_tensor tensor_as_bound(const struct tensor *t)
 {
-    f->tensor = t->name;
-    f->arena = t->arena ? t->arena->name : "?";
-    f->lo = t->off;
-    f->hi = t->off + t->size;
-    f->bind_stack = t->bind_stack;
-    f->release_stack = t->release_stack;
-    f->last_op = t->last_op;
-    f->last_op_stack = t->last_op_stack;
+    return (struct finding_tensor){t->name, t->bind_stack, t->off, t->off + t->size};
 }
 
-/* The other live roots sharing t's bytes. */
-static void finding_others(struct finding *f, const struct tensor *t)
+static const char *arena_name_of(const struct tensor *t)
 {
+    return t->arena ? t->arena->name : "?";
+}
+
+/* The one constructor of a live-corruption finding in the engine: root t's bytes were found
+ * changed at `moment` (by: the op that read it, or the release / destroy call; via: the view
+ * it was read through). Its cause is t's clobber mark (another root's write over it, or an
+ * in-place consumer), else a checksum that went from `expect` to `got`. */
+static void live_corruption_new(struct work *w, const struct tensor *t, enum finding_moment moment,
+                                struct finding_call by, const char *via, uint64_t expect,
+                                uint64_t got)
+{
+    struct finding *f = finding_alloc(w);
+    if (!f)
+        return;
+    enum corruption_cause cause = t->clob == CLOB_INPLACE ? CORRUPTION_CONSUMED_IN_PLACE
+                                  : t->clob == CLOB_WRITE ? CORRUPTION_OVERWRITTEN
+                                                          : CORRUPTION_CHECKSUM;
+    struct live_corruption *v =
+        finding_live_corruption(f, cause, tensor_as_bound(t), arena_name_of(t), moment, by);
+    v->via = via;
+    v->last_writer = (struct finding_call){t->last_op, t->last_op_stack};
+    if (cause == CORRUPTION_CHECKSUM) {
+        v->checksum_before = expect;
+        v->checksum_after = got;
+    } else {
+        v->overwriter =
+            (struct finding_tensor){t->clob_by, t->clob_by_bind_stack, t->clob_lo, t->clob_hi};
+        v->overwriting_op = (struct finding_call){t->clob_op, t->clob_op_stack};
+    }
+    /* The other live roots sharing t's bytes. */
     struct arena *a = t->arena;
-    for (size_t i = 0; a && i < a->n_live && f->n_others < MAX_WHO; i++) {
+    for (size_t i = 0; a && i < a->n_live && v->n_sharers < FINDING_MAX_TENSORS; i++) {
         const struct tensor *o = a->live[i];
         if (o != t && overlaps(o->off, o->off + o->size, t->off, t->off + t->size))
-            f->others[f->n_others++] =
-                (struct who){o->name, o->bind_stack, o->off, o->off + o->size};
+            v->sharers[v->n_sharers++] = tensor_as_bound(o);
     }
 }
 
-static void finding_clobber(struct finding *f, const struct tensor *t)
+/* The sentinel bytes from arena offset `at` on (at most `avail`) as found and as expected. */
+static void capture_bytes(struct finding_bytes *b, const struct arena *a, uint64_t at,
+                          uint64_t avail)
 {
-    f->clob_by = t->clob_by;
-    f->clob_op = t->clob_op;
-    f->clob_op_stack = t->clob_op_stack;
-    f->clob_by_bind_stack = t->clob_by_bind_stack;
-    f->clob_lo = t->clob_lo;
-    f->clob_hi = t->clob_hi;
-}
-
-static const char *when_text(int when)
-{
-    switch (when) {
-    case W_READ:
-        return "reads";
-    case W_WRITE:
-        return "writes";
-    case W_RELEASE:
-        return "released";
-    default:
-        return "arena destroyed";
+    b->arena_base = a->base;
+    b->offset = at;
+    uint64_t n_show = avail < FINDING_SHOWN_BYTES ? avail : FINDING_SHOWN_BYTES;
+    const unsigned char *q = (const unsigned char *)(a->base + at);
+    for (uint64_t k = 0; k < n_show; k++) {
+        b->found[k] = q[k];
+        b->expected[k] = sentinel_byte((uintptr_t)(q + k));
     }
-}
-
-static void hex(char *buf, size_t cap, const unsigned char *b, size_t n)
-{
-    struct outbuf o = {buf, 0, cap - 1};
-    for (size_t i = 0; i < n; i++)
-        out_appendf(&o, "%s%02x", i ? " " : "", b[i]);
-    buf[o.len] = 0;
-}
-
-static void report_who(struct report *r, const struct who *w, const char *what)
-{
-    char title[320];
-    struct outbuf b = {title, 0, sizeof title - 1};
-    out_appendf(&b, "'%s' (bytes [%llu, %llu)) %s at", w->name, (ull)w->lo, (ull)w->hi, what);
-    title[b.len] = 0;
-    report_stack(r, title, w->stack);
-    report_tensor(r, w->name);
-}
-
-static void emit_live_corruption(const struct finding *f)
-{
-    struct report *r = report_begin(TLSAN_KIND_LIVE_CORRUPTION, 1,
-                                    "on tensor '%s' in arena '%s' bytes [%llu, %llu)", f->tensor,
-                                    f->arena, (ull)f->lo, (ull)f->hi);
-    if (!r)
-        return;
-    char title[320], then[300];
-    struct outbuf b = {title, 0, sizeof title - 1};
-    struct outbuf tb = {then, 0, sizeof then - 1};
-    if (f->op)
-        out_appendf(&tb, "op '%s' %s it afterwards%s%s%s", f->op, when_text(f->when),
-                    f->via ? " (through view '" : "", f->via ? f->via : "", f->via ? "')" : "");
-    else
-        out_appendf(&tb, "it is a graph output, which the host reads after the run");
-    then[tb.len] = 0;
-    if (f->var == F_CLOBBER) {
-        report_line(r,
-                    "  op '%s' wrote '%s' (bytes [%llu, %llu)) over '%s' while '%s' was still "
-                    "live; %s",
-                    f->clob_op, f->clob_by, (ull)f->clob_lo, (ull)f->clob_hi, f->tensor, f->tensor,
-                    then);
-    } else if (f->var == F_INPLACE) {
-        report_line(r, "  op '%s' consumed '%s' in place (its output '%s' took over the bytes); %s",
-                    f->clob_op, f->tensor, f->clob_by, then);
-    } else {
-        report_line(r,
-                    "  its bytes changed with no write of its own: checksum %016llx after its "
-                    "last write, %016llx when %s",
-                    (ull)f->expect, (ull)f->got,
-                    f->when == W_READ      ? "an op read it"
-                    : f->when == W_RELEASE ? "it was released"
-                                           : "its arena was destroyed");
-        if (f->n_others == 0)
-            report_line(r, "  no other live tensor shares its bytes: a write outside any declared "
-                           "tensor, or by an op that did not declare it");
-    }
-    if (f->last_op) {
-        out_appendf(&b, "last written by op '%s' at", f->last_op);
-        title[b.len] = 0;
-        report_stack(r, title, f->last_op_stack);
-    } else {
-        report_line(r, "  not written by any op since its bind (an input, or written by the host)");
-    }
-    b.len = 0;
-    if (f->op)
-        out_appendf(&b, "%s by op '%s' at", f->when == W_WRITE ? "written" : "read", f->op);
-    else
-        out_appendf(&b, "%s at", f->when == W_RELEASE ? "released" : "arena destroyed");
-    title[b.len] = 0;
-    report_stack(r, title, f->op_stack);
-    if (f->var == F_CLOBBER || f->var == F_INPLACE) {
-        b.len = 0;
-        out_appendf(&b, "overwritten by op '%s' (writing '%s') at", f->clob_op, f->clob_by);
-        title[b.len] = 0;
-        report_stack(r, title, f->clob_op_stack);
-        struct who c = {f->clob_by, f->clob_by_bind_stack, f->clob_lo, f->clob_hi};
-        report_who(r, &c, "bound");
-    }
-    for (size_t i = 0; i < f->n_others; i++)
-        if (!f->clob_by || strcmp(f->others[i].name, f->clob_by) != 0)
-            report_who(r, &f->others[i], "(live, shares its bytes) bound");
-    struct who self = {f->tensor, f->bind_stack, f->lo, f->hi};
-    report_who(r, &self, "bound");
-
-    const char *over = f->clob_by ? f->clob_by : f->n_others ? f->others[0].name : NULL;
-    char tail[300];
-    struct outbuf t = {tail, 0, sizeof tail - 1};
-    if (f->last_op)
-        out_appendf(&t, "last written by op '%s', ", f->last_op);
-    else
-        out_appendf(&t, "not written by an op, ");
-    if (f->op)
-        out_appendf(&t, "%s by '%s'", f->when == W_WRITE ? "written" : "read", f->op);
-    else
-        out_appendf(&t, "%s%s", f->when == W_RELEASE ? "at its release" : "at arena destroy",
-                    f->var == F_HASH ? "" : " (an output)");
-    if (over)
-        out_appendf(&t, ", overlapped by '%s'", over);
-    tail[t.len] = 0;
-    report_end(r, "%s (%s)", f->tensor, tail);
-}
-
-static void emit(const struct finding *f)
-{
-    struct report *r;
-    char title[320], a[64], b[64];
-    struct outbuf o = {title, 0, sizeof title - 1};
-    switch (f->var) {
-    case F_UAR:
-        r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'",
-                         f->via ? f->via : f->tensor);
-        if (!r)
-            return;
-        if (f->via)
-            report_line(r, "  op '%s' %s view '%s' of '%s', %s", f->op, when_text(f->when), f->via,
-                        f->tensor,
-                        f->stale_view ? "whose storage root was released and bound again since "
-                                        "the view was declared"
-                                      : "after the release of its storage root");
-        else
-            report_line(r, "  op '%s' %s '%s' (arena '%s', bytes [%llu, %llu)) after its release",
-                        f->op, when_text(f->when), f->tensor, f->arena, (ull)f->lo, (ull)f->hi);
-        out_appendf(&o, "%s by op '%s' at", f->when == W_WRITE ? "written" : "read", f->op);
-        title[o.len] = 0;
-        report_stack(r, title, f->op_stack);
-        report_stack(r, f->stale_view ? "storage root bound again at" : "released at",
-                     f->stale_view ? f->bind_stack : f->release_stack);
-        if (!f->stale_view)
-            report_stack(r, "bound at", f->bind_stack);
-        report_tensor(r, f->tensor);
-        if (f->via)
-            report_tensor(r, f->via);
-        report_end(r, "%s (released, %s by op '%s')", f->via ? f->via : f->tensor,
-                   f->when == W_WRITE ? "written" : "read", f->op);
-        return;
-    case F_STALE:
-        r = report_begin(TLSAN_KIND_STALE_WRITE, 1, "at arena '%s' offset %llu (address %p)",
-                         f->arena, (ull)f->bad, (void *)(f->base + f->bad));
-        if (!r)
-            return;
-        hex(a, sizeof a, f->expected, f->n_shown);
-        hex(b, sizeof b, f->found, f->n_shown);
-        report_line(r,
-                    "  released bytes changed before their next tenant '%s' was bound:", f->tensor);
-        report_line(r, "  expected the sentinel %s", a);
-        report_line(r, "  found                 %s", b);
-        for (size_t i = 0; i < f->n_prev; i++) {
-            if (f->prev[i].name)
-                report_who(r, &f->prev[i], "previous tenant, released");
-            else
-                report_line(r, "  bytes [%llu, %llu) had no tenant since the arena was created",
-                            (ull)f->prev[i].lo, (ull)f->prev[i].hi);
-        }
-        {
-            struct who nt = {f->tensor, f->bind_stack, f->lo, f->hi};
-            report_who(r, &nt, "new tenant, bound");
-        }
-        report_end(r, "at %s+%llu (released by '%s', rebound as '%s')", f->arena, (ull)f->bad,
-                   f->n_prev && f->prev[0].name ? f->prev[0].name : "(never bound)", f->tensor);
-        return;
-    case F_OVERFLOW:
-        r = report_begin(TLSAN_KIND_SLOT_OVERFLOW, 1, "on tensor '%s' in arena '%s'", f->tensor,
-                         f->arena);
-        if (!r)
-            return;
-        hex(a, sizeof a, f->expected, f->n_shown);
-        hex(b, sizeof b, f->found, f->n_shown);
-        report_line(
-            r,
-            "  op '%s' wrote past the end of '%s' (bytes [%llu, %llu), %llu bytes planned): "
-            "byte %llu (address %p) is %llu bytes past its end",
-            f->op, f->tensor, (ull)f->lo, (ull)f->hi, (ull)(f->hi - f->lo), (ull)f->bad,
-            (void *)(f->base + f->bad), (ull)(f->bad - f->hi + 1));
-        report_line(r, "  expected the sentinel %s", a);
-        report_line(r, "  found                 %s", b);
-        out_appendf(&o, "written by op '%s' at", f->op);
-        title[o.len] = 0;
-        report_stack(r, title, f->op_stack);
-        report_stack(r, "bound at", f->bind_stack);
-        report_tensor(r, f->tensor);
-        report_end(r, "%s (%llu bytes planned, written by op '%s')", f->tensor,
-                   (ull)(f->hi - f->lo), f->op);
-        return;
-    default:
-        emit_live_corruption(f);
-    }
+    b->n_shown = n_show;
 }
 
 static uint64_t mix(uint64_t h, const char *s, uint64_t v)
@@ -842,23 +638,38 @@ static uint64_t mix(uint64_t h, const char *s, uint64_t v)
  * runs an op again, repeats the bug with the same names. */
 static uint64_t finding_key(const struct finding *f)
 {
-    uint64_t h = mix(0, f->tensor, (uint64_t)f->var);
-    h = mix(h, f->via, (uint64_t)f->when);
-    h = mix(h, f->op, 0);
-    switch (f->var) {
-    case F_CLOBBER:
-    case F_INPLACE:
-        h = mix(h, f->clob_by, 0);
-        h = mix(h, f->clob_op, 0);
+    uint64_t h = (uint64_t)f->variant + 1;
+    switch (f->variant) {
+    case FINDING_USE_AFTER_RELEASE: {
+        const struct use_after_release *v = &f->use_after_release;
+        h = mix(h, v->root.name, (uint64_t)v->moment);
+        h = mix(h, v->view, 0);
+        h = mix(h, v->op.op, 0);
         break;
-    case F_HASH:
-        h = mix(h, f->last_op, 0);
+    }
+    case FINDING_LIVE_CORRUPTION: {
+        const struct live_corruption *v = &f->live_corruption;
+        h = mix(h, v->victim.name, (uint64_t)v->cause);
+        h = mix(h, v->via, (uint64_t)v->moment);
+        h = mix(h, v->by.op, 0);
+        if (v->cause == CORRUPTION_CHECKSUM) {
+            h = mix(h, v->last_writer.op, 0);
+        } else {
+            h = mix(h, v->overwriter.name, 0);
+            h = mix(h, v->overwriting_op.op, 0);
+        }
         break;
-    case F_STALE:
-        h = mix(h, f->arena, f->bad);
-        h = mix(h, f->n_prev ? f->prev[0].name : NULL, 0);
+    }
+    case FINDING_STALE_WRITE: {
+        const struct stale_write *v = &f->stale_write;
+        h = mix(h, v->new_tenant.name, 0);
+        h = mix(h, v->arena, v->bytes.offset);
+        h = mix(h, v->n_previous ? v->previous[0].name : NULL, 0);
         break;
-    default:
+    }
+    case FINDING_SLOT_OVERFLOW:
+        h = mix(h, f->slot_overflow.tensor.name, 0);
+        h = mix(h, f->slot_overflow.writer.op, 0);
         break;
     }
     return h ? h : 1;
@@ -900,13 +711,13 @@ static void work_done(struct work *w)
     if (w->findings) {
         lock();
         for (struct finding *f = w->findings; f; f = f->next)
-            f->dup = !first_time(finding_key(f));
+            f->repeated = !first_time(finding_key(f));
         unlock();
     }
     for (struct finding *f = w->findings, *next; f; f = next) {
         next = f->next;
-        if (!f->dup)
-            emit(f);
+        if (!f->repeated)
+            finding_report(f);
         free(f);
     }
     if (w->jobs != w->jobs_in)
@@ -917,12 +728,12 @@ static void work_done(struct work *w)
 
 /* ---- hash jobs ---- */
 
-static void job_add(struct work *w, struct tensor *t, bool verify, int when, const char *op,
-                    uint32_t op_stack, const char *via)
+static void job_add(struct work *w, struct tensor *t, bool verify, enum finding_moment moment,
+                    const char *op, uint32_t op_stack, const char *via)
 {
     uintptr_t p = t->arena->base + t->off;
     WPUSH(w, jobs, n_jobs, cap_jobs, jobs_in,
-          (struct job){t, t->gen, 0, (const unsigned char *)p, t->size, verify, t->hash, 0, when,
+          (struct job){t, t->gen, 0, (const unsigned char *)p, t->size, verify, t->hash, 0, moment,
                        op, via, op_stack});
 }
 
@@ -949,19 +760,9 @@ static void jobs_apply(struct work *w)
             continue;
         bool store = t->bound && t->writers == 0;
         if (j->verify && j->got != j->expect && t->clob == CLOB_NONE) {
-            struct finding *f = finding_new(w, F_HASH);
-            if (f) {
-                finding_tensor(f, t);
-                finding_others(f, t);
-                f->when = j->when;
-                f->op = j->op;
-                f->op_stack = j->op_stack;
-                f->via = j->via;
-                f->expect = j->expect;
-                f->got = j->got;
-                if (j->when == W_RELEASE || j->when == W_DESTROY)
-                    f->op_stack = t->release_stack;
-            }
+            bool ended = j->moment == MOMENT_RELEASE || j->moment == MOMENT_ARENA_DESTROY;
+            struct finding_call by = {j->op, ended ? t->release_stack : j->op_stack};
+            live_corruption_new(w, t, j->moment, by, j->via, j->expect, j->got);
         }
         if (store) {
             t->hash = j->got;
@@ -972,19 +773,12 @@ static void jobs_apply(struct work *w)
 
 /* A clobbered root that no op reads again was dead, unless it is a graph output: the host
  * reads those after the run. Lock held; t->release_stack set. */
-static void clobbered_output(struct work *w, struct tensor *t, int when)
+static void clobbered_output(struct work *w, struct tensor *t, enum finding_moment moment)
 {
     if (!(t->flags & TLSAN_BIND_OUTPUT) || t->clob == CLOB_NONE || t->clob_reported)
         return;
     t->clob_reported = true;
-    struct finding *f = finding_new(w, t->clob == CLOB_INPLACE ? F_INPLACE : F_CLOBBER);
-    if (!f)
-        return;
-    finding_tensor(f, t);
-    finding_clobber(f, t);
-    finding_others(f, t);
-    f->when = when;
-    f->op_stack = t->release_stack;
+    live_corruption_new(w, t, moment, (struct finding_call){NULL, t->release_stack}, NULL, 0, 0);
 }
 
 /* ---- arenas ---- */
@@ -1186,9 +980,9 @@ void tlsan_rt_arena_destroy(const void *base)
     for (size_t i = 0; i < a->n_live; i++) {
         struct tensor *t = a->live[i];
         if (hash_wanted(t) && t->has_hash && t->writers == 0 && t->clob == CLOB_NONE)
-            job_add(&w, t, true, W_DESTROY, NULL, 0, NULL);
+            job_add(&w, t, true, MOMENT_ARENA_DESTROY, NULL, 0, NULL);
         t->release_stack = stack;
-        clobbered_output(&w, t, W_DESTROY);
+        clobbered_output(&w, t, MOMENT_ARENA_DESTROY);
         t->bound = false;
         t->epoch++;
     }
@@ -1336,37 +1130,27 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     unlock();
 
     struct finding *f = NULL;
+    struct stale_write *stale = NULL;
     for (size_t i = 0; i < w.n_rg; i++) {
         struct range *r = &w.rg[i];
         size_t at = sentinel_find_change((const void *)(a->base + r->lo), r->hi - r->lo);
         if (at < r->hi - r->lo) {
             if (!f && (f = calloc(1, sizeof *f))) {
-                f->var = F_STALE;
-                f->tensor = t->name;
-                f->arena = a->name;
-                f->base = a->base;
-                f->lo = lo;
-                f->hi = hi;
-                f->bind_stack = stack;
-                f->bad = r->lo + at;
-                uint64_t n_show = r->hi - f->bad < SHOW_BYTES ? r->hi - f->bad : SHOW_BYTES;
-                const unsigned char *q = (const unsigned char *)(a->base + f->bad);
-                for (uint64_t k = 0; k < n_show; k++) {
-                    f->found[k] = q[k];
-                    f->expected[k] = sentinel_byte((uintptr_t)(q + k));
-                }
-                f->n_shown = n_show;
+                struct finding_bytes bytes;
+                capture_bytes(&bytes, a, r->lo + at, r->hi - (r->lo + at));
+                stale = finding_stale_write(f, (struct finding_tensor){t->name, stack, lo, hi},
+                                            a->name, &bytes);
             }
-            if (f && f->n_prev < MAX_WHO) {
+            if (stale && stale->n_previous < FINDING_MAX_TENSORS) {
                 struct prov *pv = r->prov;
                 bool dup = false;
-                for (size_t k = 0; k < f->n_prev; k++)
-                    dup |= f->prev[k].name && pv && f->prev[k].name == pv->name &&
-                           f->prev[k].lo == pv->lo;
+                for (size_t k = 0; k < stale->n_previous; k++)
+                    dup |= stale->previous[k].name && pv && stale->previous[k].name == pv->name &&
+                           stale->previous[k].lo == pv->lo;
                 if (!dup)
-                    f->prev[f->n_prev++] =
-                        pv ? (struct who){pv->name, pv->release_stack, pv->lo, pv->hi}
-                           : (struct who){NULL, 0, r->lo, r->hi};
+                    stale->previous[stale->n_previous++] =
+                        pv ? (struct finding_tensor){pv->name, pv->release_stack, pv->lo, pv->hi}
+                           : (struct finding_tensor){NULL, 0, r->lo, r->hi};
             }
         }
     }
@@ -1461,9 +1245,9 @@ void tlsan_rt_tensor_release(const void *arena_base, const char *name, const voi
         usage("tlsan_tensor_release('%s'): released while %d op(s) writing it are in flight", name,
               t->writers);
     if (hash_wanted(t) && t->has_hash && t->writers == 0 && t->clob == CLOB_NONE)
-        job_add(&w, t, true, W_RELEASE, NULL, 0, NULL);
+        job_add(&w, t, true, MOMENT_RELEASE, NULL, 0, NULL);
     t->release_stack = stack;
-    clobbered_output(&w, t, W_RELEASE);
+    clobbered_output(&w, t, MOMENT_RELEASE);
     t->bound = false;
     t->epoch++;
     live_remove(a, t);
@@ -1531,21 +1315,24 @@ static int resolve(const char *nm, struct access *x)
     return x->status = R_OK;
 }
 
-static void uar(struct work *w, const struct access *x, struct op *op, int when)
+/* Op `op` accessed x, whose storage root was released (or, through a view, released and
+ * bound again). */
+static void use_after_release_found(struct work *w, const struct access *x, struct op *op,
+                                    enum finding_moment moment)
 {
     /* Once per tenant and op: a loop running the op again says nothing new. */
     if (x->root->uar_op == op->name)
         return;
     x->root->uar_op = op->name;
-    struct finding *f = finding_new(w, F_UAR);
+    struct finding *f = finding_alloc(w);
     if (!f)
         return;
-    finding_tensor(f, x->root);
-    f->via = x->named != x->root ? x->name : NULL;
-    f->stale_view = x->status == R_STALE_VIEW;
-    f->op = op->name;
-    f->op_stack = op->stack;
-    f->when = when;
+    const struct tensor *root = x->root;
+    struct use_after_release *v = finding_use_after_release(
+        f, tensor_as_bound(root), arena_name_of(root), root->release_stack, moment,
+        (struct finding_call){op->name, op->stack});
+    v->view = x->named != x->root ? x->name : NULL;
+    v->root_rebound = x->status == R_STALE_VIEW;
 }
 
 static bool op_writes(const struct op *op, const struct tensor *root)
@@ -1610,7 +1397,7 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         if (st == R_UNKNOWN)
             usage("op '%s' writes '%s', which was never bound; ignored", op->name, info->writes[i]);
         else if (st != R_OK)
-            uar(&w, x, op, W_WRITE);
+            use_after_release_found(&w, x, op, MOMENT_WRITE);
     }
     for (size_t i = 0; i < nr; i++) {
         struct access *x = &op->r[op->n_r];
@@ -1623,24 +1410,15 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
             continue;
         }
         if (st != R_OK) {
-            uar(&w, x, op, W_READ);
+            use_after_release_found(&w, x, op, MOMENT_READ);
             continue;
         }
         struct tensor *t = x->root;
         if (t->clob != CLOB_NONE) {
             if (!t->clob_reported) {
                 t->clob_reported = true;
-                struct finding *f =
-                    finding_new(&w, t->clob == CLOB_INPLACE ? F_INPLACE : F_CLOBBER);
-                if (f) {
-                    finding_tensor(f, t);
-                    finding_clobber(f, t);
-                    finding_others(f, t);
-                    f->via = x->named != t ? x->name : NULL;
-                    f->op = op->name;
-                    f->op_stack = stack;
-                    f->when = W_READ;
-                }
+                live_corruption_new(&w, t, MOMENT_READ, (struct finding_call){op->name, stack},
+                                    x->named != t ? x->name : NULL, 0, 0);
             }
             continue;
         }
@@ -1648,7 +1426,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         for (size_t k = 0; k + 1 < op->n_r; k++)
             dup |= op->r[k].status == R_OK && op->r[k].root == t;
         if (!dup && t->writers == 0 && hash_wanted(t))
-            job_add(&w, t, t->has_hash, W_READ, op->name, stack, x->named != t ? x->name : NULL);
+            job_add(&w, t, t->has_hash, MOMENT_READ, op->name, stack,
+                    x->named != t ? x->name : NULL);
     }
     /* Its writes start now: other threads' hashes of these roots are void from here on. */
     for (size_t i = 0; i < op->n_w; i++) {
@@ -1676,18 +1455,10 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         for (size_t i = 0; i < w.n_jobs; i++) {
             struct job *j = &w.jobs[i];
             if (j->t->gen == j->gen && op_writes(op, j->t) && j->t->epoch == j->epoch) {
-                if (j->verify && j->got != j->expect && j->t->clob == CLOB_NONE) {
-                    struct finding *f = finding_new(&w, F_HASH);
-                    if (f) {
-                        finding_tensor(f, j->t);
-                        finding_others(f, j->t);
-                        f->when = W_READ;
-                        f->op = op->name;
-                        f->op_stack = stack;
-                        f->expect = j->expect;
-                        f->got = j->got;
-                    }
-                }
+                if (j->verify && j->got != j->expect && j->t->clob == CLOB_NONE)
+                    live_corruption_new(&w, j->t, MOMENT_READ,
+                                        (struct finding_call){op->name, stack}, NULL, j->expect,
+                                        j->got);
                 j->gen = 0; /* handled */
             }
         }
@@ -1739,21 +1510,13 @@ static void end_write(struct work *w, struct op *op, struct access *x, bool firs
         if (at == e - s)
             continue;
         broken = true;
-        struct finding *f = finding_new(w, F_OVERFLOW);
+        struct finding *f = finding_alloc(w);
         if (!f)
             break;
-        finding_tensor(f, t);
-        f->op = op->name;
-        f->op_stack = op->stack;
-        f->base = a->base;
-        f->bad = s + at;
-        const unsigned char *q = (const unsigned char *)(a->base + f->bad);
-        uint64_t n_show = e - f->bad < SHOW_BYTES ? e - f->bad : SHOW_BYTES;
-        for (uint64_t k = 0; k < n_show; k++) {
-            f->found[k] = q[k];
-            f->expected[k] = sentinel_byte((uintptr_t)(q + k));
-        }
-        f->n_shown = n_show;
+        struct finding_bytes bytes;
+        capture_bytes(&bytes, a, s + at, e - (s + at));
+        finding_slot_overflow(f, tensor_as_bound(t), a->name,
+                              (struct finding_call){op->name, op->stack}, &bytes);
     }
     if (broken)
         iv_cut(a, end, stop); /* reported once: not a stale-write again at the next bind */
@@ -1794,7 +1557,7 @@ void tlsan_rt_op_end(uint64_t op_token)
         for (size_t k = 0; k < i; k++)
             first &= !(op->w[k].status == R_OK && op->w[k].root == t);
         if (first && hash_wanted(t))
-            job_add(&w, t, false, W_WRITE, op->name, op->stack, NULL);
+            job_add(&w, t, false, MOMENT_WRITE, op->name, op->stack, NULL);
     }
     jobs_seal(&w);
     op->next = E.free_ops; /* nothing below needs it: names are interned */
@@ -1886,41 +1649,10 @@ static void mark_plan_shared(const tlsan_plan *p)
     free(ix);
 }
 
-static void plan_tensor_lines(struct report *r, const tlsan_plan *p, int64_t index,
-                              const tlsan_finding *f, size_t i)
-{
-    if (index < 0 || (uint64_t)index >= p->n_tensors)
-        return;
-    const tensor_rec *t = &p->tensors[index];
-    const tensor_rec *root = &p->tensors[t->root];
-    const char *arena = plan_str(p, p->arenas[root->arena].name);
-    char life[96] = "";
-    if (f->has_lifetimes && i < 2) {
-        struct outbuf b = {life, 0, sizeof life - 1};
-        out_appendf(&b, ", lifetime [%lld, %lld]", (long long)f->lifetimes[i][0],
-                    (long long)f->lifetimes[i][1]);
-        life[b.len] = 0;
-    }
-    report_line(r, "  tensor '%s': arena '%s', bytes [%llu, %llu) (%llu bytes)%s",
-                plan_str(p, t->name), arena, (ull)t->abs_offset_bytes,
-                (ull)(t->abs_offset_bytes + t->bytes), (ull)t->bytes, life);
-    if (t->n_stack == 0)
-        report_line(r, "    (no stack in the plan)");
-    for (uint32_t k = 0; k < t->n_stack; k++)
-        report_line(r, "    #%u %s", k, plan_str(p, p->id_pool.v[t->stack_start + k]));
-}
-
-static void plan_op_lines(struct report *r, const tlsan_plan *p, int64_t index, const char *what)
-{
-    if (index < 0 || (uint64_t)index >= p->n_ops)
-        return;
-    const op_rec *o = &p->ops[index];
-    report_line(r, "  %sop '%s' (step %lld)", what, plan_str(p, o->name), (long long)index);
-    for (uint32_t k = 0; k < o->n_stack; k++)
-        report_line(r, "    #%u %s", k, plan_str(p, p->id_pool.v[o->stack_start + k]));
-}
-
-static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uint32_t stack)
+/* A finding of the plan handed over: the shim's headline, the checker's own body (the lines
+ * `tlsan check` prints for it), where the plan was loaded. */
+static void report_plan_finding(const tlsan_report *rep, const tlsan_finding *f,
+                                const tlsan_plan *p, uint32_t stack)
 {
     char where[300];
     struct outbuf wb = {where, 0, sizeof where - 1};
@@ -1932,20 +1664,7 @@ static void report_plan_finding(const tlsan_finding *f, const tlsan_plan *p, uin
     struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
-    report_line(r, "  %s", f->message);
-    for (size_t i = 0; i < f->n_tensors && i < 2; i++)
-        plan_tensor_lines(r, p, f->tensor_index[i], f, i);
-    if (f->has_steps)
-        report_line(r, "  steps %lld to %lld", (long long)f->steps[0], (long long)f->steps[1]);
-    if (f->has_bytes)
-        report_line(r, "  shared bytes [%llu, %llu)", (ull)f->bytes[0], (ull)f->bytes[1]);
-    plan_op_lines(r, p, f->op_index, "");
-    plan_op_lines(r, p, f->op_index2, "not ordered before it: ");
-    for (size_t i = 0; i < f->n_path; i++)
-        report_line(r, "  on the path where '%s' takes arm '%s'", f->path[i].if_name,
-                    f->path[i].arm);
-    if (f->approximate)
-        report_line(r, "  (approximate: judged on the union of branch paths)");
+    checker_report_body(r, rep, f, PLAN_LOAD_LABEL);
     report_stack(r, "plan loaded at", stack);
     report_end_finding(r, f, where);
 }
@@ -1967,7 +1686,7 @@ int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes)
     memset(&err, 0, sizeof err);
     int result = -1;
     tlsan_status st =
-        tlsan_read_buffer(plan_json, json_bytes, "tlsan_plan_load", &plan, &cache, &err);
+        tlsan_read_buffer(plan_json, json_bytes, PLAN_LOAD_LABEL, &plan, &cache, &err);
     if (st != TLSAN_OK) {
         char msg[1100];
         if (st == TLSAN_ERR_INVALID)
@@ -2000,7 +1719,7 @@ int tlsan_rt_plan_load(const char *plan_json, size_t json_bytes)
         if (!p)
             p = tlsan_cache_plan(cache, 0);
         if (p)
-            report_plan_finding(f, p, stack);
+            report_plan_finding(rep, f, p, stack);
     }
     result = (int)n;
 done:

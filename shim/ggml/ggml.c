@@ -30,9 +30,11 @@
 
 #ifdef TLSAN_HAVE_GGML
 
+#include "checker_report.h"
 #include "checksum.h"
 #include "depot.h"
 #include "elfsym.h"
+#include "engine/finding.h"
 #include "ggml/ggml_model.h"
 #include "out.h"
 #include "runtime_report.h"
@@ -435,8 +437,9 @@ static uint64_t finding_key(const tlsan_finding *f)
 
 /* ---- reports ---- */
 
+/* What the plan cannot say about a ggml tensor: its node and op, type, shape, address. */
 static void tensor_lines(const struct glib *L, struct report *r, const struct gm_model *m,
-                         int64_t index, const tlsan_finding *f, size_t which)
+                         int64_t index)
 {
     if (index < 0 || (uint64_t)index >= m->n_tensors)
         return;
@@ -448,32 +451,15 @@ static void tensor_lines(const struct glib *L, struct report *r, const struct gm
         snprintf(what, sizeof what, "node %d (%s)", g->node, L->fn.model.op_desc(t));
     else
         snprintf(what, sizeof what, "leaf%s", (root->flags & TLSAN_TENSOR_INPUT) ? ", input" : "");
-    report_line(r, "  tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
+    report_line(r, "  ggml tensor '%s': %s, %s [%lld %lld %lld %lld]%s%s", g->name, what,
                 L->fn.type_name(t->type), (long long)t->ne[0], (long long)t->ne[1],
                 (long long)t->ne[2], (long long)t->ne[3],
                 (root->flags & TLSAN_TENSOR_OUTPUT) ? ", output" : "", g->view ? ", a view" : "");
     if (root->arena >= 0) {
         const struct gm_arena *a = &m->arenas[root->arena];
-        uint64_t off = root->offset_bytes + (g->view ? g->offset_bytes : 0);
-        report_line(r, "    at %p: buffer '%s' (base %p, %llu bytes), bytes [%llu, %llu)", t->data,
-                    a->name, (void *)a->base, (ull)a->bytes, (ull)off, (ull)(off + g->bytes));
+        report_line(r, "    at %p: buffer '%s' (base %p, %llu bytes)", t->data, a->name,
+                    (void *)a->base, (ull)a->bytes);
     }
-    if (f->has_lifetimes && which < 2)
-        report_line(r,
-                    "    live from step %lld to step %lld (steps are node indices; -1: before "
-                    "the graph, %d: after it)",
-                    (long long)f->lifetimes[which][0], (long long)f->lifetimes[which][1],
-                    m->n_nodes);
-}
-
-static void op_line(const struct glib *L, struct report *r, const struct gm_model *m, int64_t op,
-                    const char *what)
-{
-    if (op < 0 || op >= m->n_nodes || m->node_index[op] == UINT32_MAX)
-        return;
-    const struct gm_tensor *g = &m->tensors[m->node_index[op]];
-    report_line(r, "  %snode %lld: %s writing '%s'", what, (long long)op, L->fn.model.op_desc(g->t),
-                g->name);
 }
 
 /* Where a graph is seen: as ggml_gallocr (or the scheduler) allocates it, or as it is computed
@@ -485,23 +471,20 @@ static const char *stack_title(enum sight at)
     return at == AT_ALLOC ? "graph allocated at" : "graph computed at";
 }
 
-static void report_finding(const struct glib *L, const tlsan_finding *f, const struct gm_model *m,
-                           const char *where, enum sight at, uint32_t stack)
+/* A finding of the graph checked as a plan: the checker's own body (the lines `tlsan check`
+ * prints for it: arenas are buffers, steps node indices, ops 'OP#NODE'), then what only ggml
+ * knows of its tensors. */
+static void report_finding(const struct glib *L, const tlsan_report *rep, const tlsan_finding *f,
+                           const struct gm_model *m, const char *where, enum sight at,
+                           uint32_t stack)
 {
     struct report *r = report_begin_finding(f, where);
     if (!r)
         return;
-    report_line(r, "  %s", f->message);
+    checker_report_body(r, rep, f, where);
     for (size_t i = 0; i < f->n_tensors && i < 2; i++)
-        tensor_lines(L, r, m, f->tensor_index[i], f, i);
-    if (f->has_steps)
-        report_line(r, "  colliding at steps %lld to %lld", (long long)f->steps[0],
-                    (long long)f->steps[1]);
-    if (f->has_bytes)
-        report_line(r, "  shared bytes [%llu, %llu) of the buffer", (ull)f->bytes[0],
-                    (ull)f->bytes[1]);
-    op_line(L, r, m, f->op_index, "");
-    op_line(L, r, m, f->op_index2, "not ordered before it: ");
+        tensor_lines(L, r, m, f->tensor_index[i]);
+    report_line(r, "  (steps are node indices; -1: before the graph, %d: after it)", m->n_nodes);
     report_stack(r, stack_title(at), stack);
     report_end_finding(r, f, where);
 }
@@ -615,7 +598,7 @@ __attribute__((noinline)) static void check_graph(const struct glib *L, struct g
     for (size_t i = 0; i < n; i++) {
         const tlsan_finding *f = tlsan_report_finding(rep, i);
         if (first_time(&g_seen, &g_seen_n, &g_seen_cap, finding_key(f)))
-            report_finding(L, f, &m, where, at, stack);
+            report_finding(L, rep, f, &m, where, at, stack);
     }
 done:
     tlsan_report_free(rep);
@@ -773,31 +756,38 @@ static size_t written_roots(const struct glib *L, const struct gm_model *m, int 
     return n;
 }
 
+/* Node i as the node that wrote `tensor` over [lo, hi); node -1 when i is not a node. */
+static struct finding_node_write node_write(const struct glib *L, const struct gm_model *m, int i,
+                                            const char *tensor, uint64_t lo, uint64_t hi)
+{
+    if (i < 0 || i >= m->n_nodes || m->node_index[i] == UINT32_MAX)
+        return (struct finding_node_write){.node = -1};
+    const struct gm_tensor *g = &m->tensors[m->node_index[i]];
+    return (struct finding_node_write){i, L->fn.model.op_desc(g->t), tensor ? tensor : g->name, lo,
+                                       hi};
+}
+
+/* Root r changed between its checksum (sum) and node `reader`: a live-corruption naming the
+ * nodes that wrote over its bytes meanwhile. */
 static void report_corruption(const struct glib *L, const struct gm_model *m, uint32_t r,
                               const struct sum *sum, int reader, uint64_t now, const char *where,
                               uint32_t stack)
 {
     const struct gm_tensor *g = &m->tensors[r];
     const struct gm_arena *a = &m->arenas[g->arena];
-    struct report *rep = report_begin(
-        TLSAN_KIND_LIVE_CORRUPTION, 1, "on '%s' in buffer '%s' bytes [%llu, %llu) in %s", g->name,
-        a->name, (ull)g->offset_bytes, (ull)(g->offset_bytes + g->bytes), where);
-    if (!rep)
-        return;
-    char when[64];
-    if (reader < m->n_nodes)
-        snprintf(when, sizeof when, "before node %d reads it", reader);
-    else
-        snprintf(when, sizeof when, "after the graph (it is an output)");
-    report_line(rep,
-                "  its bytes changed with no write of its own: checksum %016llx after %s, "
-                "%016llx %s",
-                (ull)sum->hash,
-                sum->hashed_at < 0 ? "the graph's inputs were set" : "its last write", (ull)now,
-                when);
+    struct finding f = {0};
+    struct finding_tensor victim = {g->name, 0, g->offset_bytes, g->offset_bytes + g->bytes};
+    struct live_corruption *v =
+        finding_live_corruption(&f, CORRUPTION_GRAPH_CHECKSUM, victim, a->name, MOMENT_READ,
+                                (struct finding_call){NULL, stack});
+    v->checksum_before = sum->hash;
+    v->checksum_after = now;
+    v->graph.name = where;
+    v->graph.n_nodes = m->n_nodes;
+    v->graph.reader_node = reader < m->n_nodes ? reader : m->n_nodes;
+    v->graph.hashed_at_inputs = sum->hashed_at < 0;
     if (sum->hashed_at >= 0)
-        op_line(L, rep, m, sum->hashed_at, "last written by ");
-    const char *culprit = NULL;
+        v->graph.last_write = node_write(L, m, sum->hashed_at, NULL, 0, 0);
     uint32_t w[GGML_MAX_SRC + 1];
     for (int k = sum->hashed_at + 1; k < reader && k < m->n_nodes; k++) {
         size_t n = written_roots(L, m, k, w);
@@ -809,22 +799,14 @@ static void report_corruption(const struct glib *L, const struct gm_model *m, ui
                 continue;
             uint64_t lo = o->offset_bytes > g->offset_bytes ? o->offset_bytes : g->offset_bytes;
             uint64_t e1 = o->offset_bytes + o->bytes, e2 = g->offset_bytes + g->bytes;
-            report_line(rep, "  overwritten by node %d (%s) writing '%s' over bytes [%llu, %llu)",
-                        k, L->fn.model.op_desc(m->tensors[m->node_index[k]].t), o->name, (ull)lo,
-                        (ull)(e1 < e2 ? e1 : e2));
-            if (!culprit)
-                culprit = o->name;
+            if (v->graph.n_overwrites < FINDING_MAX_NODE_WRITES)
+                v->graph.overwrites[v->graph.n_overwrites++] = (struct finding_node_write){
+                    k, L->fn.model.op_desc(m->tensors[m->node_index[k]].t), o->name, lo,
+                    e1 < e2 ? e1 : e2};
+            v->graph.n_overwrites_total++;
         }
     }
-    if (!culprit)
-        report_line(rep, "  no node of the graph wrote over its bytes meanwhile: a write outside "
-                         "the graph's tensors");
-    report_stack(rep, "graph computed at", stack);
-    report_tensor(rep, g->name);
-    if (culprit)
-        report_tensor(rep, culprit);
-    report_end(rep, "'%s' in %s%s%s%s", g->name, where, culprit ? " (overwritten by '" : "",
-               culprit ? culprit : "", culprit ? "')" : "");
+    finding_report(&f);
 }
 
 /* Verifies root r before node `reader` reads it (m->n_nodes: after the graph). noinline: the

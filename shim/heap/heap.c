@@ -51,9 +51,16 @@
 #define SAMPLE_WINDOWS   64u
 #define SAMPLE_WINDOW    64u
 #define REPORT_BYTES_MAX 16u
-#define LEFT_CHECK       16u   /* bytes of left redzone filled and checked */
-#define GUARD_MAX        1024u /* guarded blocks at once: each may split a mapping in three */
-#define GUARD_VA_FACTOR  64u   /* guarded address space held: this many times the budget */
+#define LEFT_CHECK       16u /* bytes of left redzone filled and checked */
+/* The periodic check of live blocks: every LIVE_SCAN_EVERY-th allocation in a shard checks
+ * the redzones of its next LIVE_SCAN_SLOTS slots (a cursor goes round the table), so an
+ * overflow of a block that stays live is found while the program runs, at a cost bounded
+ * per allocation (32 slots of 64 KiB of allocations: well under a nanosecond each). */
+#define LIVE_SCAN_EVERY 1024u
+#define LIVE_SCAN_SLOTS 32u
+#define LIVE_SCAN_BATCH 8u    /* damaged blocks collected under the lock, then reported */
+#define GUARD_MAX       1024u /* guarded blocks at once: each may split a mapping in three */
+#define GUARD_VA_FACTOR 64u   /* guarded address space held: this many times the budget */
 /* What a quarantined block costs beyond its bytes: its ring entry, its table slot and stack
  * ids at the table's load of at most a half. */
 #define QUARANTINE_META 80u
@@ -91,6 +98,9 @@ struct slot {
 /* The offset of the program's pointer into the real block: 0, or 8 << code (16 ... 256 KiB). */
 #define F_LEFT_SHIFT 5
 #define F_LEFT_MASK  (15u << F_LEFT_SHIFT)
+/* Then the family (heap.h's HEAP_FAMILY_MASK, bits 9 and 10); bit 11 is free. */
+_Static_assert((F_LEFT_MASK & HEAP_FAMILY_MASK) == 0 && (HEAP_FAMILY_MASK >> 12) == 0,
+               "the family's bits are its own, within the 12 bits of flags");
 
 /* The cold half of a slot: the same index in the shard's stack array. */
 struct stacks {
@@ -103,6 +113,7 @@ struct shard {
     struct slot *e;
     struct stacks *st; /* NULL until a block with a stack is tracked here: all stacks are 0 */
     uint64_t allocs, frees;
+    size_t scan_next; /* the periodic check's cursor (a slot index) */
 };
 
 /* What the table knows of one block, unpacked (for the checks and reports). */
@@ -392,7 +403,7 @@ static unsigned left_code(size_t left)
 
 bool heap_layout(size_t n, size_t align, unsigned flags, size_t extra, struct heap_layout *l)
 {
-    *l = (struct heap_layout){0, 0, align > 16 ? align : 0, 0};
+    *l = (struct heap_layout){0, 0, align > 16 ? align : 0, 0, flags & HEAP_FAMILY_MASK};
     bool pow2 = (align & (align - 1)) == 0;
     if (!(flags & HEAP_ZEROED) && g_page && g_budget && n >= HEAP_GUARD_MIN && pow2 &&
         align <= g_page) {
@@ -424,10 +435,12 @@ static void real_free(void *p)
     }
 }
 
+static unsigned live_scan(struct shard *s, size_t slots, int at_exit, int symbolize);
+
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
 {
     uintptr_t a = (uintptr_t)p;
-    flags &= HEAP_LITE | F_LEFT_MASK;
+    flags &= HEAP_LITE | F_LEFT_MASK | HEAP_FAMILY_MASK;
     if (!(flags & HEAP_LITE) && g_rz) {
         sentinel_fill((char *)p + size, g_rz);
         size_t lc = left_check(flags);
@@ -461,14 +474,17 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
     if ((alloc_stack || s->st) && stacks_of(s))
         s->st[i] = (struct stacks){alloc_stack, 0};
     s->allocs++;
+    bool scan = !(flags & HEAP_LITE) && g_rz && s->allocs % LIVE_SCAN_EVERY == 0;
     shim_lock_drop(&s->lock);
+    if (scan)
+        live_scan(s, LIVE_SCAN_SLOTS, 0, 0);
     return true;
 }
 
 void *heap_track_block(void *real, size_t size, uint32_t alloc_stack, const struct heap_layout *l)
 {
     char *p = (char *)real + l->left;
-    if (heap_track(p, size, alloc_stack, l->code << F_LEFT_SHIFT))
+    if (heap_track(p, size, alloc_stack, l->code << F_LEFT_SHIFT | l->family))
         return p;
     return real; /* not tracked: the pass-through frees it as the real allocator's */
 }
@@ -512,7 +528,9 @@ static bool take_freed_entry(uintptr_t a, struct block *out)
 
 /* ---- reports ---- */
 
-static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+/* The sentinel expected at `at` and the n bytes found there (`found`: a copy, or at itself). */
+static void report_bytes_found(struct report *r, const unsigned char *at,
+                               const unsigned char *found, size_t n)
 {
     char exp[3 * REPORT_BYTES_MAX + 1], got[3 * REPORT_BYTES_MAX + 1];
     struct outbuf e = {exp, 0, sizeof exp}, g = {got, 0, sizeof got};
@@ -520,10 +538,15 @@ static void report_bytes(struct report *r, const unsigned char *at, size_t n)
         n = REPORT_BYTES_MAX;
     for (size_t i = 0; i < n; i++) {
         out_appendf(&e, "%s%02x", i ? " " : "", sentinel_byte((uintptr_t)(at + i)));
-        out_appendf(&g, "%s%02x", i ? " " : "", at[i]);
+        out_appendf(&g, "%s%02x", i ? " " : "", found[i]);
     }
     report_line(r, "    expected: %s", exp);
     report_line(r, "    found:    %s", got);
+}
+
+static void report_bytes(struct report *r, const unsigned char *at, size_t n)
+{
+    report_bytes_found(r, at, at, n);
 }
 
 static void report_write_after_free(const struct block *e, size_t off, int at_exit, int symbolize)
@@ -622,6 +645,137 @@ static bool check_redzones(const struct block *e, uint32_t stack, const char *wh
         }
     }
     return under;
+}
+
+/* The functions of each family, as a report names them. */
+static const char *family_alloc_name(unsigned family)
+{
+    return family == HEAP_FAMILY_NEW         ? "operator new"
+           : family == HEAP_FAMILY_NEW_ARRAY ? "operator new []"
+                                             : "malloc";
+}
+
+static const char *family_free_name(unsigned family)
+{
+    return family == HEAP_FAMILY_NEW         ? "operator delete"
+           : family == HEAP_FAMILY_NEW_ARRAY ? "operator delete []"
+                                             : "free";
+}
+
+/* A block released by a function of another family than the one that allocated it. The free
+ * goes on (natively the pair often works: a trivially destructible new[] is a malloc), but
+ * it is undefined behaviour, and with a destructor or another allocator it corrupts. */
+static void report_mismatch(const struct block *e, unsigned dealloc, uint32_t free_stack)
+{
+    unsigned family = e->flags & HEAP_FAMILY_MASK;
+    struct report *r = report_begin(
+        TLSAN_KIND_ALLOC_DEALLOC_MISMATCH, 0, "(%s vs %s) on address %p (a %zu-byte block)",
+        family_alloc_name(family), family_free_name(dealloc), (void *)e->addr, (size_t)e->size);
+    if (!r)
+        return;
+    report_line(r, "  allocated by %s, released by %s; the block is freed all the same",
+                family_alloc_name(family), family_free_name(dealloc));
+    report_stack(r, "freed here", free_stack);
+    report_stack(r, "allocated here", e->alloc_stack);
+    report_end(r, "(%s vs %s) of a %zu-byte block", family_alloc_name(family),
+               family_free_name(dealloc), (size_t)e->size);
+}
+
+/* A redzone of a live block found changed by a scan (periodic, or at exit): what the scan
+ * copied under the shard lock, since the block may be freed once the lock is dropped. */
+struct damage {
+    struct block e;
+    size_t off; /* right: bytes past the end; left (under): bytes before the start */
+    bool under;
+    size_t n; /* bytes copied to found */
+    unsigned char found[REPORT_BYTES_MAX];
+};
+
+static void report_live_damage(const struct damage *d, int at_exit, int symbolize)
+{
+    const unsigned char *p = (const unsigned char *)d->e.addr;
+    const unsigned char *at = d->under ? p - d->off : p + d->e.size + d->off;
+    const char *unit = d->under && d->off == 1 ? "byte" : "bytes";
+    const char *when = at_exit ? "at exit" : "by a periodic check";
+    struct report *r =
+        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
+                     d->under ? "on address %p, %zu %s before the start of a %zu-byte block at %p "
+                                "(underflow)"
+                              : "on address %p, %zu %s past the end of a %zu-byte block at %p",
+                     (const void *)at, d->off, unit, (size_t)d->e.size, (const void *)p);
+    if (!r)
+        return;
+    report_line(r, "  the %zu-byte redzone %s the block changed (found %s; the block is live)",
+                d->under ? (size_t)LEFT_CHECK : g_rz, d->under ? "before" : "after", when);
+    report_line(r, "  bytes at %zu %s (%zu shown):", d->off,
+                d->under ? "before the start" : "past the end", d->n);
+    report_bytes_found(r, at, d->found, d->n);
+    report_stack(r, "allocated here", d->e.alloc_stack);
+    report_end(r, "%zu %s %s a %zu-byte block", d->off, unit,
+               d->under ? "before the start of" : "past the end of", (size_t)d->e.size);
+}
+
+/* The changed redzones of the live block at slot i (lock held), copied to out (room for 2)
+ * and refilled, so that its free does not report them again. Returns how many. */
+static unsigned live_damage(const struct shard *s, size_t i, struct damage *out)
+{
+    struct block e = block_at(s, i);
+    if (!e.addr || (e.flags & (F_FREED | F_CLAIMED | HEAP_LITE)) || !g_rz)
+        return 0;
+    unsigned char *p = (unsigned char *)e.addr;
+    unsigned k = 0;
+    size_t off = sentinel_find_change(p + e.size, g_rz);
+    if (off < g_rz) {
+        size_t n = g_rz - off < REPORT_BYTES_MAX ? g_rz - off : REPORT_BYTES_MAX;
+        out[k] = (struct damage){e, off, false, n, {0}};
+        memcpy(out[k].found, p + e.size + off, n);
+        sentinel_fill(p + e.size, g_rz);
+        k++;
+    }
+    size_t lc = left_check(e.flags);
+    off = lc ? sentinel_find_change(p - lc, lc) : lc;
+    if (off < lc) {
+        out[k] = (struct damage){e, lc - off, true, lc - off, {0}};
+        memcpy(out[k].found, p - (lc - off), lc - off);
+        sentinel_fill(p - lc, lc);
+        k++;
+    }
+    return k;
+}
+
+/* Checks the redzones of `slots` slots of s from its cursor (all of them: SIZE_MAX), the
+ * shard lock held while the blocks are read (none can be freed meanwhile), dropped for the
+ * reports. Returns the findings made. */
+static unsigned live_scan(struct shard *s, size_t slots, int at_exit, int symbolize)
+{
+    unsigned found = 0;
+    for (size_t done = 0; done < slots;) {
+        struct damage d[LIVE_SCAN_BATCH];
+        unsigned n = 0;
+        shim_lock_take(&s->lock);
+        size_t cap = s->mask + 1;
+        if (slots > cap)
+            slots = cap;
+        while (done < slots && n + 2 <= LIVE_SCAN_BATCH) {
+            size_t i = s->scan_next++ & s->mask;
+            n += live_damage(s, i, d + n);
+            done++;
+        }
+        shim_lock_drop(&s->lock);
+        for (unsigned k = 0; k < n; k++)
+            report_live_damage(&d[k], at_exit, symbolize);
+        found += n;
+    }
+    return found;
+}
+
+unsigned heap_verify_live(int symbolize)
+{
+    unsigned found = 0;
+    for (unsigned i = 0; i < SHARDS && g_rz; i++)
+        if (g_shards[i].e)
+            found += live_scan(&g_shards[i], SIZE_MAX, 1, symbolize);
+    return found;
 }
 
 static void report_double_free(const struct block *e, uint32_t free_stack)
@@ -742,6 +896,11 @@ static void set_flags(uintptr_t a, unsigned set, unsigned clear)
         s->e[i].meta |= (uint64_t)set << META_FLAGS_SHIFT;
     }
     shim_lock_drop(&s->lock);
+}
+
+void heap_set_family(void *p, enum heap_family family)
+{
+    set_flags((uintptr_t)p, family, HEAP_FAMILY_MASK & ~(unsigned)family);
 }
 
 /* The faulting thread's access to a guarded block: reported, then the program dies of the
@@ -1083,6 +1242,7 @@ void heap_free_claim(void *p, struct heap_claim *c)
         c->left = left_of(e.flags);
         c->alloc_stack = e.alloc_stack;
         c->free_stack = e.free_stack;
+        c->family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
         if (e.flags & F_FREED) {
             c->state = HEAP_CLAIM_FREED;
         } else if (e.flags & F_CLAIMED) {
@@ -1115,6 +1275,10 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
         report_double_free(&e, free_stack);
         end_as_natively(); /* glibc: "free(): double free detected" */
         return;
+    }
+    if (c->dealloc != c->family) {
+        struct block m = {a, c->size, c->family, c->alloc_stack, 0};
+        report_mismatch(&m, c->dealloc, free_stack);
     }
     uint64_t h;
     struct shard *s = shard_of(a, &h);

@@ -24,11 +24,14 @@ static inline unsigned char sentinel_byte(uintptr_t a)
 }
 
 /* How a freed block that was filled is verified when it leaves the quarantine (and at exit):
- * a block of at most HEAP_VERIFY_FULL_BYTES is compared in full; a larger one is sampled:
- * its first and last 256 bytes plus 64 windows of 64 bytes spread evenly between them
- * (about 4.5 KiB per block, so evicting a 1 GiB block costs microseconds, not a full scan).
- * A write that lands elsewhere in a large block is missed. */
-#define HEAP_VERIFY_FULL_BYTES 4096u
+ * a block of at most HEAP_VERIFY_FULL_BYTES is compared in full, which costs less than its
+ * fill at the free did (a read against a write of every byte); a larger one is sampled: its
+ * first and last 256 bytes plus 64 windows of 64 bytes spread evenly between them (about
+ * 4.5 KiB per block, so evicting a 1 GiB block costs microseconds, not a full scan). Blocks
+ * that large are normally guarded instead (HEAP_GUARD_MIN: their pages inaccessible, every
+ * access caught), so sampling is only for those that could not be (the guard registry full,
+ * an alignment above a page): a write that lands elsewhere in one of them is missed. */
+#define HEAP_VERIFY_FULL_BYTES (128u * 1024u)
 /* Returns the offset of the first changed byte the rule above finds, or n. */
 size_t sentinel_verify(const void *p, size_t n);
 
@@ -37,6 +40,17 @@ enum {
     HEAP_LITE = 1u << 0,   /* allocated re-entered (inside the shim): no redzone, no stack */
     HEAP_ZEROED = 1u << 1, /* heap_layout: the block must come zeroed (calloc) */
 };
+
+/* Which family of functions allocated a block, and so must free it: the malloc family
+ * (malloc, calloc, realloc, the aligned allocators, and free), C++'s operator new (and
+ * delete), operator new[] (and delete[]). A block freed by another family's function is an
+ * alloc-dealloc-mismatch. Passed in heap_track's and heap_layout's flags; bits of their own. */
+enum heap_family {
+    HEAP_FAMILY_MALLOC = 0,
+    HEAP_FAMILY_NEW = 1u << 9,
+    HEAP_FAMILY_NEW_ARRAY = 2u << 9,
+};
+#define HEAP_FAMILY_MASK (3u << 9)
 
 /* A freed block of at least this many bytes is guarded while in quarantine: its whole pages
  * are made inaccessible (PROT_NONE) and given back to the kernel (MADV_DONTNEED) instead of
@@ -57,11 +71,12 @@ enum {
  * `total` is what to ask for, `align` the alignment to ask for (0: malloc's, 16). */
 struct heap_layout {
     size_t left, total, align;
-    unsigned code; /* left, as the table records it */
+    unsigned code;   /* left, as the table records it */
+    unsigned family; /* enum heap_family, from heap_layout's flags */
 };
 /* Lays out a block of n bytes (alignment `align`, 0 or up to 16 for malloc's; flags:
- * HEAP_ZEROED) with `extra` bytes of room after the redzone (realloc's growth). False, with
- * errno ENOMEM, when the sizes overflow or n reaches HEAP_SIZE_MAX. */
+ * HEAP_ZEROED, a family) with `extra` bytes of room after the redzone (realloc's growth). False,
+ * with errno ENOMEM, when the sizes overflow or n reaches HEAP_SIZE_MAX. */
 bool heap_layout(size_t n, size_t align, unsigned flags, size_t extra, struct heap_layout *l);
 /* Tracks the real block `real` laid out by l (heap_track): fills its redzones and returns the
  * program's pointer (real + l->left); returns real itself when it cannot be tracked (after
@@ -78,9 +93,9 @@ void heap_set_real_free(void (*real_free)(void *));
 size_t heap_redzone(void);
 
 /* Tracks a block the real allocator just returned: `size` requested bytes at p, followed by
- * heap_redzone() more unless flags has HEAP_LITE. Fills the redzone. When the table cannot
- * grow, the quarantine is emptied and the growth tried again; returns false (after
- * shim_fail) when it still cannot. */
+ * heap_redzone() more unless flags has HEAP_LITE (flags may also name a family). Fills the redzone.
+ * When the table cannot grow, the quarantine is emptied and the growth tried again; returns false
+ * (after shim_fail) when it still cannot. */
 bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags);
 
 /* The free hook's body, for a pointer that is not NULL. Full mode: checks (double-free,
@@ -109,6 +124,10 @@ struct heap_claim {
     enum heap_claim_state state;
     size_t size, left; /* left: the block's offset into its real block */
     uint32_t alloc_stack, free_stack;
+    enum heap_family family; /* the allocating family (claim sets it) */
+    /* The family of the function freeing it: HEAP_FAMILY_MALLOC as heap_free_claim leaves
+     * it; a C++ delete sets its own before heap_free_finish, which reports a mismatch. */
+    enum heap_family dealloc;
 };
 void heap_free_claim(void *p, struct heap_claim *c);
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack);
@@ -153,9 +172,16 @@ bool heap_quarantine_drain(void);
 
 /* What the table knows of p: 1 live (size set), 2 freed and in quarantine, 0 unknown. */
 int heap_lookup(const void *p, size_t *size);
+/* Records that the live block at p belongs to `family` (a block C++'s operator new had
+ * allocated through the next definition's call to malloc). */
+void heap_set_family(void *p, enum heap_family family);
 
 /* Verifies every block still in the quarantine (at exit); returns the findings made. */
 unsigned heap_verify_quarantine(int symbolize);
+/* Checks the redzones of every live block (at exit: an overflow of a block never freed is
+ * found too; while the program runs, each shard's every 1024th allocation checks 32 of its
+ * slots in turn); returns the findings made. A changed redzone is refilled once reported. */
+unsigned heap_verify_live(int symbolize);
 
 struct heap_stats {
     uint64_t allocs, frees, live_blocks, quarantine_blocks, quarantine_bytes, evictions;

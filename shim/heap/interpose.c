@@ -281,7 +281,8 @@ static inline void *done(void *p, int saved)
 
 /* ---- the hooks ---- */
 
-EXPORT void *malloc(size_t n)
+/* malloc's body, for a block of `family` (malloc's or operator new's). */
+__attribute__((always_inline)) static inline void *alloc_as(size_t n, unsigned family)
 {
     if (UNLIKELY(symheap_t_active))
         return symheap_alloc(n, 16);
@@ -296,16 +297,23 @@ EXPORT void *malloc(size_t n)
     case P_DEFER:
         return shim_t_in_real ? boot_alloc(n, 16) : deferred(real_malloc(n), n);
     case P_LITE:
-        return tracked(real_malloc(n), n, 0, HEAP_LITE);
+        return tracked(real_malloc(n), n, 0, HEAP_LITE | family);
     case P_FULL:
         break;
     }
     int saved = errno;
     uint32_t stack = STACK(1);
-    return done(full_block(n, 0, 0, stack), saved);
+    return done(full_block(n, family, 0, stack), saved);
 }
 
-EXPORT void free(void *p)
+EXPORT void *malloc(size_t n)
+{
+    return alloc_as(n, HEAP_FAMILY_MALLOC);
+}
+
+/* free's body, for a function of `family` (free or operator delete): a block of another
+ * family is reported as a mismatch and freed all the same. */
+__attribute__((always_inline)) static inline void free_as(void *p, unsigned family)
 {
     if (!p || UNLIKELY(is_boot(p)))
         return;
@@ -328,7 +336,8 @@ EXPORT void free(void *p)
         break;
     }
     int saved = errno; /* free leaves errno alone (glibc, POSIX 2024) */
-    if (!shim_opts()->stack_depth && !engine_has_arenas() && heap_free_unclaimed(p)) {
+    if (family == HEAP_FAMILY_MALLOC && !shim_opts()->stack_depth && !engine_has_arenas() &&
+        heap_free_unclaimed(p)) {
         shim_leave();
         errno = saved;
         return;
@@ -337,12 +346,18 @@ EXPORT void free(void *p)
      * of the same block (ld.so), which must then leave it to this one. */
     struct heap_claim c;
     heap_free_claim(p, &c);
+    c.dealloc = (enum heap_family)family;
     if (c.state == HEAP_CLAIM_LIVE)
         engine_heap_block_freed(p, c.size);
     uint32_t stack = STACK(1);
     heap_free_finish(p, &c, stack);
     shim_leave();
     errno = saved;
+}
+
+EXPORT void free(void *p)
+{
+    free_as(p, HEAP_FAMILY_MALLOC);
 }
 
 EXPORT void cfree(void *p)
@@ -570,7 +585,7 @@ static void *boot_aligned(size_t align, size_t n)
 }
 
 __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t align, size_t n,
-                                                    uint32_t (*capture)(void))
+                                                    unsigned family, uint32_t (*capture)(void))
 {
     if (UNLIKELY(symheap_t_active)) {
         while (align & (align - 1))
@@ -590,7 +605,7 @@ __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t ali
     case P_DEFER:
         return shim_t_in_real ? boot_aligned(align, n) : deferred(call_aligned(fn, align, n), n);
     case P_LITE:
-        return tracked(call_aligned(fn, align, n), n, 0, HEAP_LITE);
+        return tracked(call_aligned(fn, align, n), n, 0, HEAP_LITE | family);
     case P_FULL:
         break;
     }
@@ -605,7 +620,7 @@ __attribute__((noinline)) static void *aligned_hook(enum align_fn fn, size_t ali
     uint32_t stack = capture();
     struct heap_layout l;
     void *p = NULL;
-    if (heap_layout(n, align, 0, 0, &l)) {
+    if (heap_layout(n, align, family, 0, &l)) {
         size_t a = l.align > align ? l.align : align;
         errno = 0;
         p = call_aligned(fn, a, l.total);
@@ -628,21 +643,22 @@ __attribute__((noinline)) static uint32_t capture_aligned(void)
 
 EXPORT void *memalign(size_t align, size_t n)
 {
-    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    void *p = aligned_hook(A_MEMALIGN, align, n, HEAP_FAMILY_MALLOC, capture_aligned);
     NO_TAIL(p);
     return p;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-    void *p = aligned_hook(A_ALIGNED_ALLOC, align, n, capture_aligned);
+    void *p = aligned_hook(A_ALIGNED_ALLOC, align, n, HEAP_FAMILY_MALLOC, capture_aligned);
     NO_TAIL(p);
     return p;
 }
 
 EXPORT void *valloc(size_t n)
 {
-    void *p = aligned_hook(A_VALLOC, (size_t)sysconf(_SC_PAGESIZE), n, capture_aligned);
+    void *p = aligned_hook(A_VALLOC, (size_t)sysconf(_SC_PAGESIZE), n, HEAP_FAMILY_MALLOC,
+                           capture_aligned);
     NO_TAIL(p);
     return p;
 }
@@ -656,7 +672,7 @@ EXPORT void *pvalloc(size_t n)
         return NULL;
     }
     size_t rounded = n ? (n + page - 1) & ~(page - 1) : page;
-    void *p = aligned_hook(A_PVALLOC, page, rounded, capture_aligned);
+    void *p = aligned_hook(A_PVALLOC, page, rounded, HEAP_FAMILY_MALLOC, capture_aligned);
     NO_TAIL(p);
     return p;
 }
@@ -666,7 +682,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
     int saved = errno;
-    void *p = aligned_hook(A_MEMALIGN, align, n, capture_aligned);
+    void *p = aligned_hook(A_MEMALIGN, align, n, HEAP_FAMILY_MALLOC, capture_aligned);
     NO_TAIL(p);
     int err = p ? 0 : errno;
     errno = saved;
@@ -725,4 +741,222 @@ EXPORT void _Exit(int status)
     if (!shim_t_in_shim)
         shim_exit_quick_checks();
     shim_real_exit(status);
+}
+
+/* ---- C++'s operator new and delete ----
+ *
+ * The replaceable forms (scalar and array; plain, nothrow, aligned) by their mangled names,
+ * so that no C++ runtime is linked. A block remembers its family (heap.h), and a delete of a
+ * malloc'd block, a free of a new'd one, or delete and delete[] swapped is reported as an
+ * alloc-dealloc-mismatch. The blocks are the shim's own, as malloc's. What only the C++
+ * runtime does stays its own: when the shim cannot allocate, the call goes to the next
+ * definition (libstdc++'s), which calls the new-handler, tries malloc again and throws
+ * std::bad_alloc (or returns NULL for the nothrow forms); its block is then marked as of the
+ * family. Interposition only forwards. A delete is a free of the family: the size and
+ * alignment arguments are the allocator's to ignore (glibc's free needs neither). */
+
+/* The forms of operator new: [array][form], the next definition's name. */
+enum new_form { NEW_PLAIN, NEW_NOTHROW, NEW_ALIGNED, NEW_ALIGNED_NOTHROW, NEW_FORMS };
+static const char *const g_new_names[2][NEW_FORMS] = {
+    {"_Znwm", "_ZnwmRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t"},
+    {"_Znam", "_ZnamRKSt9nothrow_t", "_ZnamSt11align_val_t", "_ZnamSt11align_val_tRKSt9nothrow_t"},
+};
+static void *_Atomic g_next_new[2][NEW_FORMS];
+
+/* The next definition of a form, looked up at its first use (the C++ runtime is loaded by
+ * then: the program calling it links it). */
+static void *next_new(int array, enum new_form form)
+{
+    void *fn = atomic_load_explicit(&g_next_new[array][form], memory_order_acquire);
+    if (!fn) {
+        fn = dlsym(RTLD_NEXT, g_new_names[array][form]);
+        atomic_store_explicit(&g_next_new[array][form], fn, memory_order_release);
+    }
+    return fn;
+}
+
+/* The allocation failed in the shim: the next definition's answer (a block, NULL for the
+ * nothrow forms, or a std::bad_alloc thrown through this frame, which holds no shim state). */
+__attribute__((noinline)) static void *new_forward(int array, enum new_form form, size_t n,
+                                                   size_t align, const void *tag)
+{
+    void *fn = next_new(array, form);
+    if (!fn) {
+        if (form == NEW_NOTHROW || form == NEW_ALIGNED_NOTHROW)
+            return NULL;
+        static const char msg[] = "tlsan: operator new failed and has no next definition\n";
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+        abort();
+    }
+    void *p = NULL;
+    switch (form) {
+    case NEW_PLAIN:
+        p = ((void *(*)(size_t))fn)(n);
+        break;
+    case NEW_NOTHROW:
+        p = ((void *(*)(size_t, const void *))fn)(n, tag);
+        break;
+    case NEW_ALIGNED:
+        p = ((void *(*)(size_t, size_t))fn)(n, align);
+        break;
+    case NEW_ALIGNED_NOTHROW:
+        p = ((void *(*)(size_t, size_t, const void *))fn)(n, align, tag);
+        break;
+    case NEW_FORMS:
+        break;
+    }
+    /* Its block came from the shim's malloc, as a block of that family. */
+    if (p && shim_active() && !shim_t_locks)
+        heap_set_family(p, array ? HEAP_FAMILY_NEW_ARRAY : HEAP_FAMILY_NEW);
+    return p;
+}
+
+__attribute__((always_inline)) static inline void *new_as(int array, enum new_form form, size_t n,
+                                                          size_t align, const void *tag)
+{
+    unsigned family = array ? HEAP_FAMILY_NEW_ARRAY : HEAP_FAMILY_NEW;
+    int saved = errno;
+    void *p = form == NEW_ALIGNED || form == NEW_ALIGNED_NOTHROW
+                  ? aligned_hook(A_MEMALIGN, align, n, family, capture_aligned)
+                  : alloc_as(n, family);
+    if (LIKELY(p))
+        return p;
+    errno = saved;
+    p = new_forward(array, form, n, align, tag);
+    NO_TAIL(p);
+    return p;
+}
+
+/* The mangled names, declared here for -Wmissing-prototypes (nothrow_t by reference is a
+ * pointer, align_val_t a size_t). */
+void *_Znwm(size_t n);
+void *_Znam(size_t n);
+void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag);
+void *_ZnamRKSt9nothrow_t(size_t n, const void *tag);
+void *_ZnwmSt11align_val_t(size_t n, size_t align);
+void *_ZnamSt11align_val_t(size_t n, size_t align);
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag);
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t n);
+void _ZdaPvm(void *p, size_t n);
+void _ZdlPvSt11align_val_t(void *p, size_t align);
+void _ZdaPvSt11align_val_t(void *p, size_t align);
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align);
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align);
+void _ZdlPvRKSt9nothrow_t(void *p, const void *tag);
+void _ZdaPvRKSt9nothrow_t(void *p, const void *tag);
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag);
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag);
+
+EXPORT void *_Znwm(size_t n)
+{
+    return new_as(0, NEW_PLAIN, n, 0, NULL);
+}
+
+EXPORT void *_Znam(size_t n)
+{
+    return new_as(1, NEW_PLAIN, n, 0, NULL);
+}
+
+EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
+{
+    return new_as(0, NEW_NOTHROW, n, 0, tag);
+}
+
+EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
+{
+    return new_as(1, NEW_NOTHROW, n, 0, tag);
+}
+
+EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t align)
+{
+    return new_as(0, NEW_ALIGNED, n, align, NULL);
+}
+
+EXPORT void *_ZnamSt11align_val_t(size_t n, size_t align)
+{
+    return new_as(1, NEW_ALIGNED, n, align, NULL);
+}
+
+EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+{
+    return new_as(0, NEW_ALIGNED_NOTHROW, n, align, tag);
+}
+
+EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+{
+    return new_as(1, NEW_ALIGNED_NOTHROW, n, align, tag);
+}
+
+EXPORT void _ZdlPv(void *p)
+{
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPv(void *p)
+{
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+}
+
+EXPORT void _ZdlPvm(void *p, size_t n)
+{
+    (void)n;
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPvm(void *p, size_t n)
+{
+    (void)n;
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+}
+
+EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
+{
+    (void)align;
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
+{
+    (void)align;
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+}
+
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
+{
+    (void)n, (void)align;
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
+{
+    (void)n, (void)align;
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+}
+
+EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
+{
+    (void)tag;
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
+{
+    (void)tag;
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+}
+
+EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
+{
+    (void)align, (void)tag;
+    free_as(p, HEAP_FAMILY_NEW);
+}
+
+EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
+{
+    (void)align, (void)tag;
+    free_as(p, HEAP_FAMILY_NEW_ARRAY);
 }

@@ -2,7 +2,11 @@
  * an `ERROR: tlsan: KIND ...` headline, the details, and one `SUMMARY:` line per input. */
 #include "report/report.h"
 
+#include "report/finding_text.h"
+
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RULE        "================================================================="
@@ -11,11 +15,45 @@
 #define MAX_LABELS  8
 #define COLOR_RESET "\033[0m"
 
+/* Where the text goes: a stream (tlsan check, tlsan replay), or a sink (the shim's reports,
+ * finding_text.h). Every piece of text goes through put(). */
 typedef struct text_out {
-    FILE *out;
+    FILE *out; /* NULL: the sink */
+    report_text_sink sink;
+    void *sink_ctx;
     const char *pid_prefix; /* "" when none */
     bool color;
 } text_out;
+
+static void put(text_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (o->out) {
+        vfprintf(o->out, fmt, ap);
+        va_end(ap);
+        return;
+    }
+    /* Most pieces fit the stack buffer; a longer one (a long name) is formatted again into
+     * the heap, which the checker, run just before, uses anyway. */
+    char small[512];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof small) {
+        o->sink(o->sink_ctx, small, (size_t)n);
+    } else if (n >= 0) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, again);
+            o->sink(o->sink_ctx, big, (size_t)n);
+            free(big);
+        }
+    }
+    va_end(again);
+}
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -33,11 +71,11 @@ static void put_where(text_out *o, const tlsan_report *r, size_t plan_index, con
     char buf[48];
     const char *name = plan_index < r->n_plans ? tlsan_plan_name(r->plans[plan_index]) : NULL;
     if (name)
-        fprintf(o->out, "plan '%s'", name);
+        put(o, "plan '%s'", name);
     else if (r->is_cache)
-        fprintf(o->out, "%s of %s", report_plan_label(r, plan_index, buf, sizeof buf), label);
+        put(o, "%s of %s", report_plan_label(r, plan_index, buf, sizeof buf), label);
     else
-        fprintf(o->out, "%s", label);
+        put(o, "%s", label);
 }
 
 static void put_headline(text_out *o, const tlsan_report *r, const tlsan_finding *f,
@@ -46,24 +84,24 @@ static void put_headline(text_out *o, const tlsan_report *r, const tlsan_finding
     size_t pi = f->plan_index < 0 ? 0 : (size_t)f->plan_index;
     /* The severity comes from the one table of kinds, as JSON's and SARIF's do. */
     bool warn = tlsan_kind_severity(f->kind) == TLSAN_SEVERITY_WARNING;
-    fprintf(o->out, "%s\n%s%s%s: tlsan: %s", RULE, o->pid_prefix,
-            o->color ? (warn ? COLOR_WARN : COLOR_ERROR) : "", warn ? "WARNING" : "ERROR",
-            tlsan_kind_name(f->kind));
+    put(o, "%s\n%s%s%s: tlsan: %s", RULE, o->pid_prefix,
+        o->color ? (warn ? COLOR_WARN : COLOR_ERROR) : "", warn ? "WARNING" : "ERROR",
+        tlsan_kind_name(f->kind));
     if (f->kind == TLSAN_KIND_CACHE_KEY_COLLISION && f->other_plan_index >= 0 &&
         (uint64_t)f->other_plan_index < r->n_plans) {
         char b0[48], b1[48];
         const char *l0 = report_plan_label(r, pi, b0, sizeof b0);
         const char *l1 = report_plan_label(r, (size_t)f->other_plan_index, b1, sizeof b1);
-        fprintf(o->out, " between plans '%s' and '%s' in %s", l0 ? l0 : "?", l1 ? l1 : "?", label);
+        put(o, " between plans '%s' and '%s' in %s", l0 ? l0 : "?", l1 ? l1 : "?", label);
     } else {
         if (f->n_tensors == 2)
-            fprintf(o->out, " between '%s' and '%s'", f->tensors[0], f->tensors[1]);
+            put(o, " between '%s' and '%s'", f->tensors[0], f->tensors[1]);
         for (size_t i = 0; f->n_tensors != 2 && i < f->n_tensors; i++)
-            fprintf(o->out, "%s'%s'", i == 0 ? " on " : ", ", f->tensors[i]);
-        fprintf(o->out, " in ");
+            put(o, "%s'%s'", i == 0 ? " on " : ", ", f->tensors[i]);
+        put(o, " in ");
         put_where(o, r, pi, label);
     }
-    fprintf(o->out, "%s\n", o->color ? COLOR_RESET : "");
+    put(o, "%s\n", o->color ? COLOR_RESET : "");
 }
 
 static const char *arena_name(const tlsan_plan *p, const tensor_rec *t)
@@ -81,9 +119,9 @@ static void put_labels(text_out *o, const tlsan_plan *p, const tlsan_finding *f,
         char text[600];
         report_step_text(p, f->tensors[i], &labels[k], text, sizeof text);
         if (with_step)
-            fprintf(o->out, " (%" PRId64 ": %s)", step, text);
+            put(o, " (%" PRId64 ": %s)", step, text);
         else
-            fprintf(o->out, " (%s)", text);
+            put(o, " (%s)", text);
     }
 }
 
@@ -92,7 +130,7 @@ static void put_source(text_out *o, const tlsan_plan *p, uint32_t t, const char 
 {
     int line, column;
     if (label && tlsan_plan_tensor_source(p, t, &line, &column))
-        fprintf(o->out, " at %s:%d:%d", label, line, column);
+        put(o, " at %s:%d:%d", label, line, column);
 }
 
 /* "  tensor 'x': arena 'a0', bytes [s, e) (N bytes), lifetime [a, b]" and its stack. */
@@ -100,35 +138,34 @@ static void put_tensor(text_out *o, const tlsan_plan *p, uint32_t t, const tlsan
                        size_t i, const step_label *labels, size_t n_labels, const char *label)
 {
     const tensor_rec *tr = &p->tensors[t];
-    fprintf(o->out, "  tensor '%s'", strtab_str(&p->strings, tr->name));
+    put(o, "  tensor '%s'", strtab_str(&p->strings, tr->name));
     put_source(o, p, t, label);
-    fprintf(o->out, ": ");
+    put(o, ": ");
     if (tr->view_of != NO_INDEX)
-        fprintf(o->out, "view of '%s' at +%" PRIu64 ", ", plan_str(p, p->tensors[tr->view_of].name),
-                tr->offset_bytes);
-    fprintf(o->out, "arena '%s', bytes [%" PRIu64 ", %" PRIu64 ") (%" PRIu64 " %s)",
-            arena_name(p, tr), tr->abs_offset_bytes, sat_add(tr->abs_offset_bytes, tr->bytes),
-            tr->bytes, plural(tr->bytes, "byte", "bytes"));
+        put(o, "view of '%s' at +%" PRIu64 ", ", plan_str(p, p->tensors[tr->view_of].name),
+            tr->offset_bytes);
+    put(o, "arena '%s', bytes [%" PRIu64 ", %" PRIu64 ") (%" PRIu64 " %s)", arena_name(p, tr),
+        tr->abs_offset_bytes, sat_add(tr->abs_offset_bytes, tr->bytes), tr->bytes,
+        plural(tr->bytes, "byte", "bytes"));
     if (f && f->has_lifetimes && i < 2) {
-        fprintf(o->out, ", lifetime [%" PRId64 ", %" PRId64 "]", f->lifetimes[i][0],
-                f->lifetimes[i][1]);
+        put(o, ", lifetime [%" PRId64 ", %" PRId64 "]", f->lifetimes[i][0], f->lifetimes[i][1]);
         put_labels(o, p, f, labels, n_labels, i, f->lifetimes[i][0], true);
         if (f->lifetimes[i][1] != f->lifetimes[i][0])
             put_labels(o, p, f, labels, n_labels, i, f->lifetimes[i][1], true);
     }
-    fputc('\n', o->out);
+    put(o, "\n");
     if (tr->n_stack == 0)
-        fprintf(o->out, "    (no stack recorded)\n");
+        put(o, "    (no stack recorded)\n");
     for (uint32_t k = 0; k < tr->n_stack; k++)
-        fprintf(o->out, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tr->stack_start + k]));
+        put(o, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tr->stack_start + k]));
 }
 
 static void put_access(text_out *o, const tlsan_plan *p, const char *verb, uint32_t via, uint32_t t,
                        bool *first)
 {
-    fprintf(o->out, "%s%s '%s'", *first ? " " : ", ", verb, plan_str(p, p->tensors[t].name));
+    put(o, "%s%s '%s'", *first ? " " : ", ", verb, plan_str(p, p->tensors[t].name));
     if (via != t)
-        fprintf(o->out, " (through view '%s')", plan_str(p, p->tensors[via].name));
+        put(o, " (through view '%s')", plan_str(p, p->tensors[via].name));
     *first = false;
 }
 
@@ -146,22 +183,22 @@ static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f,
     bool first = true;
     if (step < 0 || (uint64_t)step >= p->n_ops) {
         bool in = step < 0;
-        fprintf(o->out, "  step %" PRId64 " (the graph-%s step, %s", step, in ? "input" : "output",
-                in ? "before the first op" : "after the last op");
+        put(o, "  step %" PRId64 " (the graph-%s step, %s", step, in ? "input" : "output",
+            in ? "before the first op" : "after the last op");
         for (size_t k = 0; k < n_labels; k++) {
             if (labels[k].step != step)
                 continue;
-            fprintf(o->out, "%s'%s' is %s %s", first ? ": " : ", ", labels[k].bearer,
-                    strcmp(labels[k].flag, "constant") == 0 ? "a" : "an", labels[k].flag);
+            put(o, "%s'%s' is %s %s", first ? ": " : ", ", labels[k].bearer,
+                strcmp(labels[k].flag, "constant") == 0 ? "a" : "an", labels[k].flag);
             if (strcmp(labels[k].bearer, f->tensors[labels[k].tensor]) != 0)
-                fprintf(o->out, " (the flag of '%s')", f->tensors[labels[k].tensor]);
+                put(o, " (the flag of '%s')", f->tensors[labels[k].tensor]);
             first = false;
         }
-        fprintf(o->out, ")\n");
+        put(o, ")\n");
         return;
     }
     const op_rec *op = &p->ops[step];
-    fprintf(o->out, "  step %" PRId64 ": op '%s'", step, plan_str(p, op->name));
+    put(o, "  step %" PRId64 ": op '%s'", step, plan_str(p, op->name));
     for (size_t i = 0; i < nt; i++) {
         if (ts[i] == NO_INDEX)
             continue;
@@ -177,17 +214,17 @@ static void put_step(text_out *o, const tlsan_report *r, const tlsan_finding *f,
             continue;
         char text[600];
         report_step_text(p, f->tensors[labels[k].tensor], &labels[k], text, sizeof text);
-        fprintf(o->out, "; %s", text);
+        put(o, "; %s", text);
     }
-    fputc('\n', o->out);
+    put(o, "\n");
 }
 
 static void put_op_ref(text_out *o, const tlsan_plan *p, int64_t op)
 {
-    fprintf(o->out, "op '%s' (step %" PRId64, plan_str(p, p->ops[op].name), op);
+    put(o, "op '%s' (step %" PRId64, plan_str(p, p->ops[op].name), op);
     if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && p->n_streams > 1)
-        fprintf(o->out, ", stream '%s'", plan_str(p, p->ops[op].stream));
-    fputc(')', o->out);
+        put(o, ", stream '%s'", plan_str(p, p->ops[op].stream));
+    put(o, ")");
 }
 
 static bool valid_op(const tlsan_plan *p, int64_t op)
@@ -205,67 +242,67 @@ static void put_layout_details(text_out *o, const tlsan_plan *p, const tlsan_fin
     case TLSAN_KIND_OUT_OF_BOUNDS:
         if (tr->view_of == NO_INDEX) {
             uint64_t end = sat_add(tr->offset_bytes, tr->bytes);
-            fprintf(o->out,
-                    "  arena '%s' has %" PRIu64 " bytes; the tensor ends at %" PRIu64 ", %" PRIu64
-                    " bytes past its end\n",
-                    arena, ar->bytes, end, end > ar->bytes ? end - ar->bytes : 0);
+            put(o,
+                "  arena '%s' has %" PRIu64 " bytes; the tensor ends at %" PRIu64 ", %" PRIu64
+                " bytes past its end\n",
+                arena, ar->bytes, end, end > ar->bytes ? end - ar->bytes : 0);
         } else {
             const tensor_rec *b = &p->tensors[tr->view_of];
             uint64_t end = sat_add(tr->offset_bytes, tr->bytes);
-            fprintf(o->out,
-                    "  base '%s' has %" PRIu64 " bytes; the view covers [%" PRIu64 ", %" PRIu64
-                    ") of it, %" PRIu64 " bytes past its end\n",
-                    plan_str(p, b->name), b->bytes, tr->offset_bytes, end,
-                    end > b->bytes ? end - b->bytes : 0);
+            put(o,
+                "  base '%s' has %" PRIu64 " bytes; the view covers [%" PRIu64 ", %" PRIu64
+                ") of it, %" PRIu64 " bytes past its end\n",
+                plan_str(p, b->name), b->bytes, tr->offset_bytes, end,
+                end > b->bytes ? end - b->bytes : 0);
         }
         break;
     case TLSAN_KIND_MISALIGNED: {
         uint64_t off = tr->abs_offset_bytes;
         bool said = false;
         if (tr->view_of == NO_INDEX && off % ar->alignment_bytes) {
-            fprintf(o->out,
-                    "  offset %" PRIu64 " in arena '%s' is not a multiple of the arena's "
-                    "alignment %" PRIu64 " (remainder %" PRIu64 ")\n",
-                    off, arena, ar->alignment_bytes, off % ar->alignment_bytes);
+            put(o,
+                "  offset %" PRIu64 " in arena '%s' is not a multiple of the arena's "
+                "alignment %" PRIu64 " (remainder %" PRIu64 ")\n",
+                off, arena, ar->alignment_bytes, off % ar->alignment_bytes);
             said = true;
         }
         if (tensor_x(p, tr)->alignment_bytes > 1 && off % tensor_x(p, tr)->alignment_bytes) {
-            fprintf(o->out,
-                    "  offset %" PRIu64 " in arena '%s' is not a multiple of the tensor's "
-                    "alignment %" PRIu64 " (remainder %" PRIu64 ")\n",
-                    off, arena, tensor_x(p, tr)->alignment_bytes,
-                    off % tensor_x(p, tr)->alignment_bytes);
+            put(o,
+                "  offset %" PRIu64 " in arena '%s' is not a multiple of the tensor's "
+                "alignment %" PRIu64 " (remainder %" PRIu64 ")\n",
+                off, arena, tensor_x(p, tr)->alignment_bytes,
+                off % tensor_x(p, tr)->alignment_bytes);
             said = true;
         }
         if (!said)
-            fprintf(o->out,
-                    "  offset %" PRIu64 " in arena '%s'; arena alignment %" PRIu64
-                    ", tensor alignment %" PRIu64 "\n",
-                    off, arena, ar->alignment_bytes,
-                    tensor_x(p, tr)->alignment_bytes ? tensor_x(p, tr)->alignment_bytes : 1);
+            put(o,
+                "  offset %" PRIu64 " in arena '%s'; arena alignment %" PRIu64
+                ", tensor alignment %" PRIu64 "\n",
+                off, arena, ar->alignment_bytes,
+                tensor_x(p, tr)->alignment_bytes ? tensor_x(p, tr)->alignment_bytes : 1);
         break;
     }
     case TLSAN_KIND_MEMORY_KIND_MISMATCH:
-        fprintf(o->out, "  the tensor needs memory '%s'; arena '%s' is '%s'\n",
-                tensor_x(p, tr)->memory == STRTAB_NONE ? "?" : plan_str(p, tensor_x(p, tr)->memory),
-                arena, plan_str(p, ar->memory));
+        put(o, "  the tensor needs memory '%s'; arena '%s' is '%s'\n",
+            tensor_x(p, tr)->memory == STRTAB_NONE ? "?" : plan_str(p, tensor_x(p, tr)->memory),
+            arena, plan_str(p, ar->memory));
         break;
     case TLSAN_KIND_SIZE_MISMATCH: {
         uint64_t need = plan_needed_bytes(p, tr);
-        fprintf(o->out, "  dtype %s, shape [", tlsan_dtype_name((tlsan_dtype)tr->dtype));
+        put(o, "  dtype %s, shape [", tlsan_dtype_name((tlsan_dtype)tr->dtype));
         for (uint32_t k = 0; k < tr->n_shape; k++)
-            fprintf(o->out, "%s%" PRIu64, k ? ", " : "", p->shape_pool.v[tr->shape_start + k]);
-        fprintf(o->out, "]: needs %" PRIu64 " bytes, has %" PRIu64 " (%" PRIu64 " short)\n", need,
-                tr->bytes, need > tr->bytes ? need - tr->bytes : 0);
+            put(o, "%s%" PRIu64, k ? ", " : "", p->shape_pool.v[tr->shape_start + k]);
+        put(o, "]: needs %" PRIu64 " bytes, has %" PRIu64 " (%" PRIu64 " short)\n", need, tr->bytes,
+            need > tr->bytes ? need - tr->bytes : 0);
         break;
     }
     case TLSAN_KIND_LIFETIME_TOO_SHORT:
-        fprintf(o->out, "  declared lifetime [%" PRId64 ", %" PRId64 "]",
-                tensor_x(p, tr)->lifetime[0], tensor_x(p, tr)->lifetime[1]);
+        put(o, "  declared lifetime [%" PRId64 ", %" PRId64 "]", tensor_x(p, tr)->lifetime[0],
+            tensor_x(p, tr)->lifetime[1]);
         if (f->has_lifetimes)
-            fprintf(o->out, ", derived from the ops [%" PRId64 ", %" PRId64 "]", f->lifetimes[0][0],
-                    f->lifetimes[0][1]);
-        fputc('\n', o->out);
+            put(o, ", derived from the ops [%" PRId64 ", %" PRId64 "]", f->lifetimes[0][0],
+                f->lifetimes[0][1]);
+        put(o, "\n");
         break;
     default:
         break;
@@ -281,24 +318,24 @@ static void put_collision(text_out *o, const tlsan_report *r, const tlsan_findin
     pl[1] = r->plans[f->other_plan_index];
     const int64_t idx[2] = {f->plan_index < 0 ? 0 : f->plan_index, f->other_plan_index};
     for (size_t i = 0; i < f->n_tensors; i++) {
-        fprintf(o->out, "  tensor '%s':", f->tensors[i]);
+        put(o, "  tensor '%s':", f->tensors[i]);
         for (int k = 0; k < 2; k++) {
             char buf[48];
             const char *label = report_plan_label(r, (size_t)idx[k], buf, sizeof buf);
             uint32_t t = report_tensor_of(r, f, i, pl[k]);
-            fprintf(o->out, "%s in '%s' ", k ? ";" : "", label ? label : "?");
+            put(o, "%s in '%s' ", k ? ";" : "", label ? label : "?");
             if (t == NO_INDEX) {
-                fprintf(o->out, "absent");
+                put(o, "absent");
                 continue;
             }
             const tensor_rec *tr = &pl[k]->tensors[t];
             if (tr->view_of != NO_INDEX)
-                fprintf(o->out, "view of '%s' at +%" PRIu64 ", ",
-                        plan_str(pl[k], pl[k]->tensors[tr->view_of].name), tr->offset_bytes);
-            fprintf(o->out, "arena '%s' bytes [%" PRIu64 ", %" PRIu64 ")", arena_name(pl[k], tr),
-                    tr->abs_offset_bytes, sat_add(tr->abs_offset_bytes, tr->bytes));
+                put(o, "view of '%s' at +%" PRIu64 ", ",
+                    plan_str(pl[k], pl[k]->tensors[tr->view_of].name), tr->offset_bytes);
+            put(o, "arena '%s' bytes [%" PRIu64 ", %" PRIu64 ")", arena_name(pl[k], tr),
+                tr->abs_offset_bytes, sat_add(tr->abs_offset_bytes, tr->bytes));
         }
-        fputc('\n', o->out);
+        put(o, "\n");
     }
 }
 
@@ -306,15 +343,14 @@ static void put_collision(text_out *o, const tlsan_report *r, const tlsan_findin
 static void put_unordered(text_out *o, const tlsan_plan *p, const tlsan_finding *f)
 {
     for (size_t i = 0; i < f->n_unordered_ops; i++) {
-        fprintf(o->out, "%s",
-                i == 0 ? ""
-                : i + 1 == f->n_unordered_ops && f->n_unordered_total == f->n_unordered_ops
-                    ? " and "
-                    : ", ");
+        put(o, "%s",
+            i == 0                                                                      ? ""
+            : i + 1 == f->n_unordered_ops && f->n_unordered_total == f->n_unordered_ops ? " and "
+                                                                                        : ", ");
         put_op_ref(o, p, f->unordered_ops[i]);
     }
     if (f->n_unordered_total > f->n_unordered_ops)
-        fprintf(o->out, " and %zu more", f->n_unordered_total - f->n_unordered_ops);
+        put(o, " and %zu more", f->n_unordered_total - f->n_unordered_ops);
 }
 
 /* The cause's lines: what follows from it, and the suggestion. */
@@ -323,44 +359,51 @@ static void put_cause_lines(text_out *o, const tlsan_report *r, const tlsan_find
     size_t idx = (size_t)(f - r->findings);
     size_t n = report_count_effects(r, idx);
     if (n) {
-        fprintf(o->out, "  leads to %zu more %s, grouped below:", n,
-                plural(n, "finding", "findings"));
+        put(o, "  leads to %zu more %s, grouped below:", n, plural(n, "finding", "findings"));
         bool first = true;
         for (size_t i = 0; i < r->n_findings; i++) {
             const tlsan_finding *g = &r->findings[i];
             if (g->cause != (int64_t)idx)
                 continue;
-            fprintf(o->out, "%s%s between '%s' and '%s'", first ? " " : ", ",
-                    tlsan_kind_name(g->kind), g->tensors[0], g->tensors[1]);
+            put(o, "%s%s between '%s' and '%s'", first ? " " : ", ", tlsan_kind_name(g->kind),
+                g->tensors[0], g->tensors[1]);
             first = false;
         }
-        fputc('\n', o->out);
+        put(o, "\n");
     }
     char hint[1200];
     report_suggestion(r, f, hint, sizeof hint);
     if (hint[0])
-        fprintf(o->out, "  suggestion: %s\n", hint);
+        put(o, "  suggestion: %s\n", hint);
 }
+
+static void put_body(text_out *o, const tlsan_report *r, const tlsan_finding *f, const char *label);
 
 static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding *f,
                         const char *label)
 {
+    put_headline(o, r, f, label);
+    put_body(o, r, f, label);
+}
+
+/* Everything under the headline: the one rendering of a finding's details, shared with the
+ * shim (report_finding_text_body). */
+static void put_body(text_out *o, const tlsan_report *r, const tlsan_finding *f, const char *label)
+{
     const tlsan_plan *p = report_plan_of(r, f);
     step_label labels[MAX_LABELS];
     size_t n_labels = report_step_labels(r, f, labels, MAX_LABELS);
-    put_headline(o, r, f, label);
-    fprintf(o->out, "%s\n", f->message);
+    put(o, "%s\n", f->message);
     if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
         const tlsan_finding *c = &r->findings[f->cause];
-        fprintf(o->out, "  follows from: %s on '%s' (above): ", tlsan_kind_name(c->kind),
-                c->tensors[0]);
-        fprintf(o->out,
-                "'%s' is declared live over [%" PRId64 ", %" PRId64
-                "] only, which misses '%s' (live %" PRId64 "..%" PRId64 ")\n",
-                c->tensors[0], c->steps[0], c->steps[1],
-                strcmp(f->tensors[0], c->tensors[0]) == 0 ? f->tensors[1] : f->tensors[0],
-                f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][0],
-                f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][1]);
+        put(o, "  follows from: %s on '%s' (above): ", tlsan_kind_name(c->kind), c->tensors[0]);
+        put(o,
+            "'%s' is declared live over [%" PRId64 ", %" PRId64
+            "] only, which misses '%s' (live %" PRId64 "..%" PRId64 ")\n",
+            c->tensors[0], c->steps[0], c->steps[1],
+            strcmp(f->tensors[0], c->tensors[0]) == 0 ? f->tensors[1] : f->tensors[0],
+            f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][0],
+            f->lifetimes[strcmp(f->tensors[0], c->tensors[0]) == 0 ? 1 : 0][1]);
     }
 
     if (f->kind == TLSAN_KIND_CACHE_KEY_COLLISION) {
@@ -371,44 +414,44 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
      * range and the kind's own interval, which its detail lines below already give. */
     bool pair = f->n_tensors == 2;
     if (pair && f->has_bytes)
-        fprintf(o->out, "  shared bytes: [%" PRIu64 ", %" PRIu64 ") (%" PRIu64 " %s)\n",
-                f->bytes[0], f->bytes[1], f->bytes[1] - f->bytes[0],
-                plural(f->bytes[1] - f->bytes[0], "byte", "bytes"));
+        put(o, "  shared bytes: [%" PRIu64 ", %" PRIu64 ") (%" PRIu64 " %s)\n", f->bytes[0],
+            f->bytes[1], f->bytes[1] - f->bytes[0],
+            plural(f->bytes[1] - f->bytes[0], "byte", "bytes"));
     if (pair && f->has_steps) {
         put_step(o, r, f, f->steps[0], labels, n_labels);
         if (f->steps[1] != f->steps[0])
             put_step(o, r, f, f->steps[1], labels, n_labels);
     }
     if (f->kind == TLSAN_KIND_BAD_INPLACE && valid_op(p, f->op_index)) {
-        fprintf(o->out, "  ");
+        put(o, "  ");
         put_op_ref(o, p, f->op_index);
-        fprintf(o->out, " declares them an in-place pair\n");
+        put(o, " declares them an in-place pair\n");
     } else if (f->kind == TLSAN_KIND_UNORDERED_REUSE && valid_op(p, f->op_index)) {
-        fprintf(o->out, "  ");
+        put(o, "  ");
         if (valid_op(p, f->op_index2)) {
             put_op_ref(o, p, f->op_index2);
-            fprintf(o->out, " is not ordered before ");
+            put(o, " is not ordered before ");
         } else {
-            fprintf(o->out, "the earlier tenant is not ordered before ");
+            put(o, "the earlier tenant is not ordered before ");
         }
         put_op_ref(o, p, f->op_index);
-        fprintf(o->out, ", the later tenant's first access\n");
+        put(o, ", the later tenant's first access\n");
         if (f->n_unordered_total > 1) {
-            fprintf(o->out, "  every access of '%s' not ordered before it: ", f->tensors[0]);
+            put(o, "  every access of '%s' not ordered before it: ", f->tensors[0]);
             put_unordered(o, p, f);
-            fputc('\n', o->out);
+            put(o, "\n");
         }
     }
     if (f->n_path) {
-        fprintf(o->out, "  path:");
+        put(o, "  path:");
         for (size_t i = 0; i < f->n_path; i++)
-            fprintf(o->out, "%s%s=%s", i ? ", " : " ", f->path[i].if_name, f->path[i].arm);
-        fputc('\n', o->out);
+            put(o, "%s%s=%s", i ? ", " : " ", f->path[i].if_name, f->path[i].arm);
+        put(o, "\n");
     }
     for (size_t i = 0; i < f->n_tensors; i++) {
         uint32_t t = report_tensor_of(r, f, i, p);
         if (t == NO_INDEX) {
-            fprintf(o->out, "  tensor '%s'\n", f->tensors[i]);
+            put(o, "  tensor '%s'\n", f->tensors[i]);
             continue;
         }
         put_tensor(o, p, t, f, i, labels, n_labels, label);
@@ -417,24 +460,24 @@ static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding 
     }
     put_cause_lines(o, r, f);
     if (f->approximate)
-        fprintf(o->out, "  note: too many branch paths to enumerate; judged on the union of all "
-                        "paths (conservative)\n");
+        put(o, "  note: too many branch paths to enumerate; judged on the union of all "
+               "paths (conservative)\n");
 }
 
 static void put_summary(text_out *o, const tlsan_report *r, const char *label)
 {
     size_t total = report_total_count(r);
     if (total == 0) {
-        fprintf(o->out, "SUMMARY: tlsan: no findings in %s\n", label);
+        put(o, "SUMMARY: tlsan: no findings in %s\n", label);
         return;
     }
-    fprintf(o->out, "SUMMARY: tlsan: %zu %s (", total, plural(total, "finding", "findings"));
+    put(o, "SUMMARY: tlsan: %zu %s (", total, plural(total, "finding", "findings"));
     bool first = true;
     for (int k = 0; k < TLSAN_KIND_COUNT_; k++) {
         size_t n = tlsan_report_count_kind(r, (tlsan_kind)k);
         if (n == 0)
             continue;
-        fprintf(o->out, "%s%s x%zu", first ? "" : ", ", tlsan_kind_name((tlsan_kind)k), n);
+        put(o, "%s%s x%zu", first ? "" : ", ", tlsan_kind_name((tlsan_kind)k), n);
         first = false;
     }
     /* Run-time kinds in the order first reported, each once. */
@@ -447,10 +490,10 @@ static void put_summary(text_out *o, const tlsan_report *r, const char *label)
             continue;
         for (k = i; k < r->n_runtime; k++)
             n += strcmp(r->runtime[k].kind, kind) == 0;
-        fprintf(o->out, "%s%s x%zu at run time", first ? "" : ", ", kind, n);
+        put(o, "%s%s x%zu at run time", first ? "" : ", ", kind, n);
         first = false;
     }
-    fprintf(o->out, ") in %s\n", label);
+    put(o, ") in %s\n", label);
 }
 
 /* One note per report when any plan was judged on the union of paths somewhere. */
@@ -461,15 +504,35 @@ static void put_paths_note(text_out *o, const tlsan_report *r, const char *label
         if (!r->stats[i].paths_approximate)
             continue;
         if (first)
-            fprintf(o->out, "%sNOTE: tlsan: too many branch paths in ", o->pid_prefix);
+            put(o, "%sNOTE: tlsan: too many branch paths in ", o->pid_prefix);
         else
-            fprintf(o->out, ", ");
+            put(o, ", ");
         put_where(o, r, i, label);
         first = false;
     }
     if (!first)
-        fprintf(o->out, ": some pairs were judged on the union of all paths (conservative: "
-                        "findings there may not occur on any single path)\n");
+        put(o, ": some pairs were judged on the union of all paths (conservative: "
+               "findings there may not occur on any single path)\n");
+}
+
+/* The order the findings are printed in: each finding without a cause, then those that follow
+ * from it. Writes at most cap indices into order; returns how many. */
+static size_t text_order(const tlsan_report *r, size_t *order, size_t cap)
+{
+    size_t n = 0;
+    bool any_cause = false;
+    for (size_t i = 0; i < r->n_findings; i++)
+        any_cause |= r->findings[i].cause >= 0;
+    for (size_t i = 0; i < r->n_findings && n < cap; i++) {
+        if (r->findings[i].cause >= 0)
+            continue;
+        order[n++] = i;
+        bool has_effects = any_cause && report_count_effects(r, i) > 0;
+        for (size_t k = 0; has_effects && k < r->n_findings && n < cap; k++)
+            if (r->findings[k].cause == (int64_t)i)
+                order[n++] = k;
+    }
+    return n;
 }
 
 int report_write_text(const tlsan_report *r, const char *label, const report_text_options *opt,
@@ -477,23 +540,20 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
 {
     if (!r || !out)
         return -1;
-    text_out o = {out, "", false};
+    text_out o = {.out = out, .pid_prefix = ""};
     if (opt) {
         o.pid_prefix = opt->pid_prefix ? opt->pid_prefix : "";
         o.color = opt->color;
     }
     if (!label)
         label = "<plan>";
-    /* Findings that follow from one cause are printed right after it. */
-    for (size_t i = 0; i < r->n_findings; i++) {
-        const tlsan_finding *f = &r->findings[i];
-        if (f->cause >= 0)
-            continue;
-        put_finding(&o, r, f, label);
-        for (size_t k = 0; report_count_effects(r, i) && k < r->n_findings; k++)
-            if (r->findings[k].cause == (int64_t)i)
-                put_finding(&o, r, &r->findings[k], label);
-    }
+    size_t *order = r->n_findings ? malloc(r->n_findings * sizeof *order) : NULL;
+    if (r->n_findings && !order)
+        return -1;
+    size_t n_order = text_order(r, order, r->n_findings);
+    for (size_t i = 0; i < n_order; i++)
+        put_finding(&o, r, &r->findings[order[i]], label);
+    free(order);
     report_text_runtime(r, label, RULE, out);
     if (report_total_count(r))
         fputc('\n', out);
@@ -501,3 +561,13 @@ int report_write_text(const tlsan_report *r, const char *label, const report_tex
     put_summary(&o, r, label);
     return ferror(out) ? -1 : 0;
 }
+
+void report_finding_text_body(const tlsan_report *r, const tlsan_finding *f, const char *label,
+                              report_text_sink sink, void *sink_ctx)
+{
+    if (!r || !f || !sink)
+        return;
+    text_out o = {.sink = sink, .sink_ctx = sink_ctx, .pid_prefix = ""};
+    put_body(&o, r, f, label ? label : "<plan>");
+}
+

@@ -240,9 +240,12 @@ static void test_kinds(void **state)
                         "a tensor's bytes are fewer than its dtype and shape need");
     /* The run-time kinds come after the checker's, in the same table. */
     assert_int_equal(TLSAN_KIND_CHECKER_COUNT_, 10);
-    assert_int_equal(TLSAN_KIND_COUNT_, 19);
+    assert_int_equal(TLSAN_KIND_COUNT_, 20);
     assert_int_equal(TLSAN_KIND_HEAP_WRITE_AFTER_FREE, 10);
-    assert_int_equal(TLSAN_KIND_SLOT_OVERFLOW, 18);
+    assert_int_equal(TLSAN_KIND_ALLOC_DEALLOC_MISMATCH, 15);
+    assert_int_equal(TLSAN_KIND_SLOT_OVERFLOW, 19);
+    assert_string_equal(tlsan_kind_name(TLSAN_KIND_ALLOC_DEALLOC_MISMATCH),
+                        "alloc-dealloc-mismatch");
     assert_string_equal(tlsan_kind_name(TLSAN_KIND_HEAP_WRITE_AFTER_FREE), "heap-write-after-free");
     assert_string_equal(tlsan_kind_name(TLSAN_KIND_SLOT_OVERFLOW), "slot-overflow");
     assert_string_equal(tlsan_kind_description(TLSAN_KIND_LIVE_CORRUPTION),

@@ -91,7 +91,7 @@ run exitcode=23 plan-bad
 expect_rc 23 plan-bad
 expect_count "$err" "$pid_line" 1 plan-bad
 expect_count "$err" "${pid_line}live-overlap between 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
-expect_in "$err" "shared bytes [10240, 12192)" plan-bad
+expect_in "$err" "shared bytes: [10240, 12192) (1952 bytes)" plan-bad
 expect_stack "$err" "plan loaded at" graph plan-bad
 expect_count "$err" "^SUMMARY: tlsan: live-overlap 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
 expect_in "$out" "prog_api: tlsan_plan_load found 1" plan-bad

@@ -8,13 +8,20 @@
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup heapbugs.sh "$@"
-prog=$progs/prog_heapbugs
-source_file=$src/tests/shim/prog_heapbugs.c
+# use_prog NAME FILE: the program the next runs run (prog_heapbugs, or the C++ prog_heapbugs_cxx)
+# and its source file.
+use_prog() {
+    prog_name=$1
+    prog=$progs/$1
+    source_name=$2
+    source_file=$src/tests/shim/$2
+}
+use_prog prog_heapbugs prog_heapbugs.c
 command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
 
-# line_of TAG: the line of prog_heapbugs.c whose comment is "/* TAG */".
+# line_of TAG: the line of the source whose comment is "/* TAG */" (C) or "// TAG" (C++).
 line_of() {
-    grep -nF "/* $1 */" "$source_file" | cut -d: -f1
+    grep -nF -e "/* $1 */" -e "// $1" "$source_file" | cut -d: -f1
 }
 # run MODE: the mode under tlsan run with its own trace; sets rc, err, json (replay's JSON),
 # text (replay's text).
@@ -38,13 +45,13 @@ expect_stack() {
     local mode=$1 kind=$2 func=$3 role=$4 line n=${6:-1} live got
     line=$(line_of "$5")
     live=$(frame0 "$err" "$role" "$n")
-    expect_match "$live" "^    #0 0x[0-9a-f]+ in $func\\+0x[0-9a-f]+ at [^ ]*/tests/shim/prog_heapbugs\\.c:$line \\(.*/prog_heapbugs\\+0x[0-9a-f]+\\)\$" \
-        "$mode: live '$role' at prog_heapbugs.c:$line"
+    expect_match "$live" "^    #0 0x[0-9a-f]+ in $func\\+0x[0-9a-f]+ at [^ ]*/tests/shim/${source_name//./\\.}:$line \\(.*/$prog_name\\+0x[0-9a-f]+\\)\$" \
+        "$mode: live '$role' at $source_name:$line"
     got=$(printf '%s\n' "$json" | jq -r --arg k "$kind" --arg r "$role" --argjson n "$n" \
         '[.findings[] | select(.kind == $k and .found == "at run time")][$n - 1]
          | .call_stacks[] | select(.role == $r) | .frames[0]
          | "\(.function) \(.file | split("/") | last):\(.line)"')
-    expect_eq "$got" "$func prog_heapbugs.c:$line" "$mode: replay JSON '$role'"
+    expect_eq "$got" "$func $source_name:$line" "$mode: replay JSON '$role'"
     expect_eq "$(frame0 "$text" "$role" "$n")" "$live" "$mode: replay text '$role' as live"
 }
 expect_match() {
@@ -189,5 +196,81 @@ for ex in _exit _Exit; do
     expect_stack "$ex" heap-write-after-free exit_after_free "allocated here" "exit-after-free: allocated"
     expect_stack "$ex" heap-write-after-free exit_after_free "freed here" "exit-after-free: freed"
 done
+# Live blocks: an overflow or an underflow of a block never freed is found at exit, and one
+# that stays live through churn by the periodic check while the program runs, each with its
+# allocation stack; the program's output is kept.
+# live MODE WHERE WHEN
+live() {
+    run "$1"
+    expect_kind "$1" heap-buffer-overflow 1
+    expect_in "$err" "$2 a 40-byte block" "$1: where"
+    expect_in "$err" "(found $3; the block is live)" "$1: found $3"
+    expect_stack "$1" heap-buffer-overflow "${1//-/_}" "allocated here" "$1: allocated"
+    expect_count "$err" "^(freed|resized) here:" 0 "$1: no free stack"
+}
+live live-overflow "3 bytes past the end of" "at exit"
+expect_eq "$(cat "$tmp/out")" "live-overflow done" "live-overflow: output"
+live live-underflow "3 bytes before the start of" "at exit"
+live live-periodic "0 bytes past the end of" "by a periodic check"
+expect_eq "$(cat "$tmp/out")" $'churned\nlive-periodic done' "live-periodic: output"
+
+# Freed blocks below the guarded size are verified in full: a write between the windows a
+# sampled verification reads is found at eviction. Above it the pages are guarded, also for a
+# calloc'd block (not page-aligned: its inner pages), and a read is caught as it happens.
+run mid-write-after-free
+expect_kind mid-write-after-free heap-write-after-free 1
+expect_in "$err" "at offset 40000 of a 65536-byte block" "mid-write-after-free: where"
+expect_stack mid-write-after-free heap-write-after-free mid_write_after_free "allocated here" "mid-write-after-free: allocated"
+expect_stack mid-write-after-free heap-write-after-free mid_write_after_free "freed here" "mid-write-after-free: freed"
+run calloc-use-after-free
+expect_kind calloc-use-after-free heap-use-after-free 1
+expect_in "$err" "a read of a freed block" "calloc-use-after-free: a read"
+expect_in "$err" "at offset 500000 of a 786432-byte block" "calloc-use-after-free: where"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "accessed here" "calloc-use-after-free: read"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "freed here" "calloc-use-after-free: freed"
+expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "allocated here" "calloc-use-after-free: allocated"
+
+# C++: each mismatched pair of allocation and release functions is an alloc-dealloc-mismatch
+# naming both, with both stacks; the program goes on (natively such a pair often works).
+use_prog prog_heapbugs_cxx prog_heapbugs_cxx.cc
+# mismatch MODE FUNC WHAT: MODE's one finding, "(WHAT)", allocated and freed at its lines.
+mismatch() {
+    run "$1"
+    expect_kind "$1" alloc-dealloc-mismatch 1
+    expect_in "$err" "ERROR: tlsan: alloc-dealloc-mismatch ($3) on address" "$1: the pair"
+    expect_eq "$(cat "$tmp/out")" "$1 done" "$1: the program goes on"
+    expect_stack "$1" alloc-dealloc-mismatch "$2" "allocated here" "$1: allocated"
+    expect_stack "$1" alloc-dealloc-mismatch "$2" "freed here" "$1: freed"
+}
+mismatch 'new[]-delete' _ZL16new_array_deletev 'operator new [] vs operator delete'
+mismatch 'new[]-free' _ZL14new_array_freev 'operator new [] vs free'
+mismatch malloc-delete _ZL13malloc_deletev 'malloc vs operator delete'
+mismatch 'new-delete[]' _ZL16new_delete_arrayv 'operator new vs operator delete []'
+mismatch new-free _ZL8new_freev 'operator new vs free'
+mismatch 'aligned-new-delete[]' _ZL24aligned_new_delete_arrayv 'operator new vs operator delete []'
+expect_in "$err" "(a 64-byte block)" "aligned-new-delete[]: its size"
+# The other kinds on operator new's blocks.
+run delete-twice
+expect_kind delete-twice double-free 1
+expect_stack delete-twice double-free _ZL12delete_twicev "allocated here" "delete-twice: allocated"
+expect_stack delete-twice double-free _ZL12delete_twicev "first freed here" "delete-twice: first freed"
+expect_stack delete-twice double-free _ZL12delete_twicev "freed again here" "delete-twice: freed again"
+run 'new[]-overflow'
+expect_kind 'new[]-overflow' heap-buffer-overflow 1
+expect_in "$err" "1 bytes past the end of a 24-byte block" "new[]-overflow: where"
+expect_stack 'new[]-overflow' heap-buffer-overflow _ZL18new_array_overflowv "allocated here" "new[]-overflow: allocated"
+expect_stack 'new[]-overflow' heap-buffer-overflow _ZL18new_array_overflowv "freed here" "new[]-overflow: freed"
+# Every form correctly paired: no finding, and what only the C++ runtime does kept (the
+# new-handler called, std::bad_alloc thrown through the hooks, the nothrow form's NULL).
+rm -f "$tmp/t.trace"
+"$prog" correct >"$tmp/native" 2>&1
+"$bin" run --trace "$tmp/t.trace" -- "$prog" correct >"$tmp/out" 2>"$tmp/err"
+rc=$?
+err=$(cat "$tmp/err")
+expect_rc 0 "correct: tlsan run"
+expect_count "$err" "ERROR: tlsan:" 0 "correct: no report"
+expect_eq "$(cat "$tmp/out")" "$(cat "$tmp/native")" "correct: output as native"
+expect_eq "$(cat "$tmp/out")" $'20000\nnew-handler called once\nbad_alloc\nnothrow null\ncorrect done' \
+    "correct: the output"
 echo "heapbugs.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,6 +2,7 @@
  * and check the report's kind and the file:line of each stack's first frame. Each line the
  * test looks for carries a comment naming it (MODE: ROLE). Built with -g. */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,55 @@ __attribute__((noinline)) static void use_after_free(void)
     v[4096] = 0x41; /* use-after-free: written */
 }
 
+/* Overflows and an underflow of blocks that are never freed: found at exit. */
+__attribute__((noinline)) static void live_overflow(void)
+{
+    unsigned char *p = malloc(40); /* live-overflow: allocated */
+    ((volatile unsigned char *)launder(p))[43] = 0x55;
+    sink = p;
+}
+
+__attribute__((noinline)) static void live_underflow(void)
+{
+    unsigned char *p = malloc(40); /* live-underflow: allocated */
+    ((volatile unsigned char *)launder(p))[-3] = 0x55;
+    sink = p;
+}
+
+/* An overflow of a block that stays live, then churn: the periodic check finds it while the
+ * program runs (the block is still live and unfreed when the finding is made). */
+__attribute__((noinline)) static void live_periodic(void)
+{
+    unsigned char *p = malloc(40); /* live-periodic: allocated */
+    ((volatile unsigned char *)launder(p))[40] = 0x55;
+    for (int i = 0; i < 3 << 19; i++)
+        free(launder(malloc(32)));
+    printf("churned\n");
+    fflush(stdout);
+    sink = p;
+}
+
+/* A write after free into a 64 KiB block, between the windows a sampled verification would
+ * read: found at its eviction, every byte of a block below the guarded size being compared. */
+__attribute__((noinline)) static void mid_write_after_free(void)
+{
+    unsigned char *p = malloc(64 * 1024); /* mid-write-after-free: allocated */
+    free(p);                              /* mid-write-after-free: freed */
+    ((volatile unsigned char *)launder(p))[40000] = 0x41;
+    for (int i = 0; i < 64; i++)
+        free(launder(malloc(64 * 1024)));
+}
+
+/* A large calloc'd block (not page-aligned: its whole inner pages are guarded) read after
+ * its free: caught at the read. */
+__attribute__((noinline)) static void calloc_use_after_free(void)
+{
+    unsigned char *p = calloc(1, (size_t)3 << 18); /* calloc-use-after-free: allocated */
+    free(p);                                       /* calloc-use-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    sink = (void *)(uintptr_t)v[500000]; /* calloc-use-after-free: read */
+}
+
 /* Each aligned allocator's block overflowed by one byte: its allocation stack starts at the
  * call here, not inside libc or the shim. */
 __attribute__((noinline)) static void aligned(void)
@@ -118,11 +168,20 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*run)(void);
-    } modes[] = {{"double-free", double_free},   {"write-after-free", write_after_free},
-                 {"overflow", overflow},         {"underflow", underflow},
-                 {"invalid-free", invalid_free}, {"use-after-free", use_after_free},
-                 {"aligned", aligned},           {"_exit", underscore_exit},
-                 {"_Exit", underscore_big_exit}};
+    } modes[] = {{"double-free", double_free},
+                 {"write-after-free", write_after_free},
+                 {"overflow", overflow},
+                 {"underflow", underflow},
+                 {"invalid-free", invalid_free},
+                 {"use-after-free", use_after_free},
+                 {"aligned", aligned},
+                 {"_exit", underscore_exit},
+                 {"_Exit", underscore_big_exit},
+                 {"live-overflow", live_overflow},
+                 {"live-underflow", live_underflow},
+                 {"live-periodic", live_periodic},
+                 {"mid-write-after-free", mid_write_after_free},
+                 {"calloc-use-after-free", calloc_use_after_free}};
     for (size_t i = 0; argc > 1 && i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
             modes[i].run();

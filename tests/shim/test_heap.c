@@ -106,6 +106,12 @@ static void verify_sampling(void **state)
     sentinel_fill(small, HEAP_VERIFY_FULL_BYTES);
     small[3000] = 0;
     assert_int_equal(sentinel_verify(small, HEAP_VERIFY_FULL_BYTES), 3000);
+    small[3000] = sentinel_byte((uintptr_t)(small + 3000));
+    /* Up to the size from which blocks are guarded instead: a byte between where the windows
+     * of a sampled block would be is found too. */
+    _Static_assert(HEAP_VERIFY_FULL_BYTES == HEAP_GUARD_MIN, "verified in full up to guarding");
+    small[HEAP_VERIFY_FULL_BYTES - 300] ^= 1;
+    assert_int_equal(sentinel_verify(small, HEAP_VERIFY_FULL_BYTES), HEAP_VERIFY_FULL_BYTES - 300);
     free(small);
 
     /* A 1 MiB block: first and last 256 bytes and 64 windows of 64 bytes, the window i at
