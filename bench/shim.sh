@@ -24,7 +24,8 @@
 # TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
 # TLSAN_BENCH_ENGINE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"),
 # TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it), TLSAN_BENCH_SAMPLING (options that
-# force guarded sampling, e.g. its rate: adds that row; empty: none).
+# force guarded sampling, e.g. its rate: adds that row; empty: none), TLSAN_BENCH_LLAMA (0: skip
+# the llama.cpp decode and bench/fork.sh).
 set -euo pipefail
 
 build=${1:-build}
@@ -159,7 +160,10 @@ bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
 # default (shared) and "all" also compute node by node with checksums. No ASan build or
 # Valgrind run: libllama is prebuilt.
 llama=$build/examples/llama/llama_decode_tiny
-if [[ -x $llama ]]; then
+if [[ ${TLSAN_BENCH_LLAMA:-1} == 0 ]]; then
+    echo
+    echo "(llama.cpp decode and fork skipped: TLSAN_BENCH_LLAMA=0)"
+elif [[ -x $llama ]]; then
     "$build/examples/llama/tiny_gguf" "$tmp/tiny.gguf" >/dev/null
     configs=(
         "native||"
@@ -173,7 +177,7 @@ else
     echo "(no $llama: run .ci/fetch-ggml.sh and re-run cmake to include the llama.cpp decode)"
 fi
 # fork() from a multi-threaded program (issue 9, part 6).
-bash "$src/bench/fork.sh" "$build"
+[[ ${TLSAN_BENCH_LLAMA:-1} == 0 ]] || bash "$src/bench/fork.sh" "$build"
 fi
 
 if [[ $sections == *memory* ]]; then
