@@ -156,6 +156,13 @@ typedef struct tlsan_finding {
      *  bad-inplace or unordered-reuse whose pair the planner could only have placed on the
      *  same bytes because it believed a declared lifetime that is too short. */
     int64_t cause;
+    /** With tlsan_check_options.group_repeats: how many findings this one stands for (those
+     *  of its kind on tenants of the same names, NAME and NAME#k, one per cause however long
+     *  the run; 1 when alone) and the first and last run among them. A tenant NAME#k belongs
+     *  to run k, NAME to run 1, a finding to the latest run of its tensors. The finding
+     *  itself is the group's first (lowest run). repeats is 0 when findings are not grouped. */
+    size_t repeats;
+    int64_t first_run, last_run;
 } tlsan_finding;
 
 /** Plan statistics (tlsan check --format json, "stats"). */
@@ -176,6 +183,17 @@ typedef struct tlsan_check_options {
     /** Most branch paths enumerated for one pair or root before falling back to the union
      *  of paths (reported as approximate). 0 means the default, 4096. */
     uint32_t max_paths;
+    /** Judges every read against the order model too: a read of a root that an earlier op
+     *  writes, but that no earlier write of the root happens before (a write on another
+     *  stream with no event or sync to the reader), is `read-before-write`. Off by default:
+     *  plan-format v1 leaves races between the accesses of one root out of scope. tlsan
+     *  replay turns it on for a recorded run, whose streams really ran at the same time. */
+    bool order_reads;
+    /** Findings of one kind on tenants of the same names (NAME, NAME#2, ... as tlsan replay
+     *  names the k-th bind of a name) become one finding with a count and the first and
+     *  last run (tlsan_finding.repeats): a bug repeated in every run of a graph is one
+     *  finding. tlsan replay turns it on for a recorded run. */
+    bool group_repeats;
 } tlsan_check_options;
 
 /** Checks a finalized plan. On TLSAN_OK *out is a report owned by the caller (possibly
