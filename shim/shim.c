@@ -173,6 +173,21 @@ static void print_active_line(void)
     out_unlock();
 }
 
+/* Findings turn an exit status of 0 into `exitcode`; any other status stays the program's
+ * (a failing program still fails, whatever exitcode says). The status is known only to exit
+ * handlers: this one, registered at init, runs after _dl_fini (registered later, at the
+ * program's start) has run the destructor, which leaves the decision here. */
+static atomic_bool g_exit_hooked, g_exit_findings;
+
+static void exit_status_hook(int status, void *arg)
+{
+    (void)arg;
+    if (status == 0 && atomic_load(&g_exit_findings)) {
+        fflush(NULL);
+        shim_real_exit(g_opts.exitcode);
+    }
+}
+
 static void init_once(void)
 {
     if (shim_interpose_resolve)
@@ -223,6 +238,8 @@ static void init_once(void)
         shim_fail("pthread_atfork failed");
         return;
     }
+    if (on_exit(exit_status_hook, NULL) == 0)
+        atomic_store(&g_exit_hooked, true);
     if (g_opts.verbosity >= 1)
         print_active_line();
     int expect = SHIM_INITING;
@@ -312,8 +329,11 @@ void shim_exit_checks(void)
     trace_close(n);
     if (entered)
         shim_leave();
-    if (n) {
-        /* _exit skips stdio's flush, which exit() does only after this destructor. */
+    if (n && atomic_load(&g_exit_hooked)) {
+        atomic_store(&g_exit_findings, true);
+    } else if (n) {
+        /* No exit status to go by: findings decide. _exit skips stdio's flush, which
+         * exit() does only after this destructor. */
         fflush(NULL);
         shim_real_exit(g_opts.exitcode);
     }

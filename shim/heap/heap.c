@@ -359,6 +359,11 @@ bool heap_init(void)
 {
     const struct shim_options *o = shim_opts();
     g_rz = o->redzone > (1u << 20) ? (1u << 20) : (size_t)o->redzone;
+    if (g_rz != o->redzone) { /* said once, and shown as used (verbosity=1's options line) */
+        out_printf("tlsan: TLSAN_OPTIONS: redzone=%llu is over 1 MiB: using %zu\n",
+                   (unsigned long long)o->redzone, g_rz);
+        shim_opts_mut()->redzone = g_rz;
+    }
     g_budget = o->quarantine_mb > (UINT64_MAX >> 27) ? UINT64_MAX >> 7 : o->quarantine_mb << 20;
     g_va_budget = g_budget * GUARD_VA_FACTOR;
     g_fill = o->fill;

@@ -99,5 +99,13 @@ else
         "$tmp/help.out") "$tmp/shimhelp.err" | head -5)"
 fi
 
+# A value the shim clamps (redzone, at most 1 MiB) is said once and shown as used.
+TLSAN_OPTIONS=verbosity=1:redzone=100000000 LD_PRELOAD=$shim sh -c true 2>"$tmp/clamp.err"
+got=$(sed -E -e 's/==[0-9]+==/==PID==/' -e 's/ stack_depth=.*//' "$tmp/clamp.err")
+if [ "$got" = "tlsan: TLSAN_OPTIONS: redzone=100000000 is over 1 MiB: using 1048576
+==PID==tlsan: active (quarantine_mb=8 fill=1 redzone=1048576" ]; then ok; else
+    bad "redzone=100000000: got: $got"
+fi
+
 echo "options.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]
