@@ -81,7 +81,9 @@ typedef enum tlsan_severity {
     TLSAN_SEVERITY_ERROR = 2,
 } tlsan_severity;
 
-/** Which part of tlsan decides a kind. */
+/** Which part of tlsan decides a kind: one per kind, which places it in the table (the
+ *  checker's first). A checker kind may also be found by the tensor runtime as it happens:
+ *  `read-before-write` is (docs/runtime.md, "Findings at run time"). */
 typedef enum tlsan_finder {
     /** The static checker: tlsan check, tlsan replay, and the shim's tlsan_plan_load and ggml
      *  graphs (src/check/). */
@@ -89,7 +91,7 @@ typedef enum tlsan_finder {
     /** The shim's malloc interposition, for every program (shim/heap/). */
     TLSAN_FOUND_BY_HEAP = 2,
     /** The shim's tensor runtime: the annotation API and the ggml adapter (shim/engine/,
-     *  shim/ggml/). */
+     *  shim/ggml/). The annotation API also reports the checker's read-before-write. */
     TLSAN_FOUND_BY_TENSOR_RUNTIME = 3,
 } tlsan_finder;
 
