@@ -11,8 +11,9 @@ trap 'rc=$?; [ "$rc" = 0 ] || echo "== FAILED (exit status $rc): see the first F
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # test_nomem brings its own fault-injecting allocator, which AddressSanitizer's replaces: it
-# skips in that build and runs in the normal one. cli_options compares tlsan run with
-# LD_PRELOAD of libtlsan.so, which the sanitizer build does not have: it skips there too.
+# skips in that build and runs in the normal one. cli_options, cli_log_path and
+# cli_run_native run programs under libtlsan.so, which the sanitizer build does not have:
+# they skip there too.
 # Tests that may skip: they need the prebuilt ggml and llama.cpp that .ci/fetch-ggml.sh
 # fetches from the npm registry into .deps/ggml (and whisper.node into .deps/whisper), so a
 # machine without network access has none. Any other skipped test fails this script: a plain clone tests itself.
@@ -66,7 +67,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTLSAN_SANITIZE=ON -DTLSAN_BU
 cmake --build build-asan -j"$jobs"
 echo "== tests under AddressSanitizer + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run_ctest build-asan "test_nomem cli_options" -E '^cli_install$'
+  run_ctest build-asan "test_nomem cli_options cli_log_path cli_run_native" -E '^cli_install$'
 
 # Only the shim's unit tests (and what they link) are built: they are the threaded code.
 # With clang: gcc 12's libtsan crashes at thread exit when libunwind's per-thread cache
