@@ -139,6 +139,29 @@ echo "run, two streams, host records and waits, one 9.7 KB arena); whole \`tlsan
 echo
 echo "| tensors | runs | ops | plan MB | build | check s | its CPU s | growth (size growth) | peak RSS MB | findings |"
 echo "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"
+# check_rows CELLS PLAN WANT SIZE PREV_SIZE SUFFIX: one table row per build of
+# `tlsan check --format json PLAN`: the row's leading CELLS, the build, its times, its growth
+# against its own previous row (prev[build]) and the size's (SIZE against PREV_SIZE), peak
+# RSS, and the findings count followed by SUFFIX. The run fails when the 'after' build did not
+# finish or found other than WANT findings.
+check_rows() {
+    local cells=$1 plan=$2 want=$3 size=$4 prev_size=$5 suffix=$6 i b l findings g sg
+    for i in "${!builds[@]}"; do
+        b=${builds[$i]} l=${labels[$i]}
+        measure "$l" "$dir/report.json" -- "$b/tlsan" check --format json "$plan"
+        findings=-
+        ((ok)) && findings=$(jq '.findings | length' "$dir/report.json")
+        g=$(growth "$cpu" "${prev[$l]:-}")
+        sg=-
+        [[ -n $prev_size ]] && sg=$(growth "$size" "$prev_size")
+        echo "| $cells | $l | $wall | $cpu | $g ($sg) | $rss | $findings$suffix |"
+        prev[$l]=$cpu
+        if [[ $l == after ]] && { ((!ok)) || [[ $findings != "$want" ]]; }; then
+            status=1
+        fi
+    done
+}
+
 declare -A prev=()
 prev_t=""
 for t in $tensors; do
@@ -152,20 +175,7 @@ for t in $tensors; do
     nt=$(jq '.tensors | length' "$plan")
     no=$(jq '.ops | length' "$plan")
     mb=$(awk -v b="$(stat -c %s "$plan")" 'BEGIN { printf "%.1f", b / 1e6 }')
-    for i in "${!builds[@]}"; do
-        b=${builds[$i]} l=${labels[$i]}
-        measure "$l" "$dir/report.json" -- "$b/tlsan" check --format json "$plan"
-        findings=-
-        ((ok)) && findings=$(jq '.findings | length' "$dir/report.json")
-        g=$(growth "$cpu" "${prev[$l]:-}")
-        sg=-
-        [[ -n $prev_t ]] && sg=$(growth "$nt" "$prev_t")
-        echo "| $nt | $n | $no | $mb | $l | $wall | $cpu | $g ($sg) | $rss | $findings |"
-        prev[$l]=$cpu
-        if [[ $l == after ]] && { ((!ok)) || [[ $findings != 0 ]]; }; then
-            status=1
-        fi
-    done
+    check_rows "$nt | $n | $no | $mb" "$plan" 0 "$nt" "$prev_t" ""
     prev_t=$nt
 done
 
@@ -184,20 +194,7 @@ for r in $roots; do
     want=$(wc -l <"$plan.expected")
     no=$(jq '.ops | length' "$plan")
     mb=$(awk -v b="$(stat -c %s "$plan")" 'BEGIN { printf "%.1f", b / 1e6 }')
-    for i in "${!builds[@]}"; do
-        b=${builds[$i]} l=${labels[$i]}
-        measure "$l" "$dir/report.json" -- "$b/tlsan" check --format json "$plan"
-        findings=-
-        ((ok)) && findings=$(jq '.findings | length' "$dir/report.json")
-        g=$(growth "$cpu" "${prev[$l]:-}")
-        sg=-
-        [[ -n $prev_r ]] && sg=$(growth "$r" "$prev_r")
-        echo "| $r | $no | $mb | $l | $wall | $cpu | $g ($sg) | $rss | $findings/$want |"
-        prev[$l]=$cpu
-        if [[ $l == after ]] && { ((!ok)) || [[ $findings != "$want" ]]; }; then
-            status=1
-        fi
-    done
+    check_rows "$r | $no | $mb" "$plan" "$want" "$r" "$prev_r" "/$want"
     prev_r=$r
     rm -f "$plan"*
 done
