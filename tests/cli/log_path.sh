@@ -5,23 +5,10 @@
 # report, and stderr keeps only what the program wrote.
 # Usage: log_path.sh TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]
 set -u -o pipefail
-bin=${1:?usage: log_path.sh TLSAN_BIN}
-export LC_ALL=C
-build=$(cd "$(dirname "$bin")" && pwd)
-shim=$build/libtlsan.so
-heap=$build/tests/shim/prog_heap
-[ -f "$shim" ] || { echo "SKIP: no $shim (the sanitizer build has no shim library)"; exit 77; }
-[ -x "$heap" ] || { echo "SKIP: needs prog_heap"; exit 77; }
-# ok and bad, shared with the shim's script tests.
 . "$(dirname "$0")/../shim/lib/common.bash"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset TLSAN_OPTIONS TLSAN_TRACE_DIR LD_PRELOAD
-passed=0
-failed=0
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
+cli_shim_setup log_path.sh "$@"
+heap=$build/tests/shim/prog_heap
+[ -x "$heap" ] || { echo "SKIP: needs prog_heap"; exit 77; }
 mkdir "$tmp/logs"
 log_opts="log_path=$tmp/logs/log"
 

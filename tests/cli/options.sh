@@ -7,24 +7,12 @@
 # (docs/runtime.md, "Options").
 # Usage: options.sh TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]
 set -u -o pipefail
-bin=${1:?usage: options.sh TLSAN_BIN}
-export LC_ALL=C
-build=$(cd "$(dirname "$bin")" && pwd)
-bin=$build/$(basename "$bin")
-shim=$build/libtlsan.so
+. "$(dirname "$0")/../shim/lib/common.bash"
+cli_shim_setup options.sh "$@"
 engine=$build/examples/engine/engine
-[ -f "$shim" ] || { echo "SKIP: no $shim (the sanitizer build has no shim library)"; exit 77; }
 [ -x "$engine" ] || { echo "SKIP: needs the example engine in $build"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset TLSAN_OPTIONS TLSAN_TRACE_DIR LD_PRELOAD
 export TMPDIR=$tmp/tmpdir
 mkdir -p "$TMPDIR"
-
-# ok and bad, shared with the shim's script tests.
-. "$(dirname "$0")/../shim/lib/common.bash"
-passed=0
-failed=0
 
 # What differs from one run to the next: process ids and addresses (ASLR).
 normalize() {

@@ -6,29 +6,15 @@
 # written. Each check compares with the native run where there is one.
 # Usage: run_native.sh TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]
 set -u -o pipefail
-bin=${1:?usage: run_native.sh TLSAN_BIN}
-export LC_ALL=C
-build=$(cd "$(dirname "$bin")" && pwd)
-bin=$build/$(basename "$bin")
-shim=$build/libtlsan.so
+. "$(dirname "$0")/../shim/lib/common.bash"
+cli_shim_setup run_native.sh "$@"
 engine=$build/examples/engine/engine
 crash=$build/tests/shim/prog_crash
-[ -f "$shim" ] || { echo "SKIP: no $shim (the sanitizer build has no shim library)"; exit 77; }
 [ -x "$engine" ] && [ -x "$crash" ] || { echo "SKIP: needs the example engine and prog_crash"; exit 77; }
 command -v perl >/dev/null || { echo "SKIP: needs perl"; exit 77; }
-# ok and bad, shared with the shim's script tests.
-. "$(dirname "$0")/../shim/lib/common.bash"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset TLSAN_OPTIONS TLSAN_TRACE_DIR LD_PRELOAD
 export TMPDIR=$tmp/tmpdir
 mkdir -p "$TMPDIR"
 cd "$tmp" || exit 1
-passed=0
-failed=0
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 
 # ends CMD...: how CMD ended, as its parent's wait status says: "exit N" or "signal N" and
 # " core" when it dumped core. Its stdout and stderr go to $tmp/out and $tmp/err.

@@ -22,9 +22,6 @@ set -u -o pipefail
 shim_test_setup fds.sh "$@"
 prog=$progs/prog_fds
 
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 expect_same_file() {
     if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ: $(cmp "$1" "$2" 2>&1)"; fi
 }

@@ -64,9 +64,6 @@ expect_stack() {
 expect_match() {
     if printf '%s\n' "$1" | grep -qE -- "$2"; then ok; else bad "$3: no line matches '$2' in: $1"; fi
 }
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 # expect_kind MODE KIND N: tlsan run exits as the program under the shim (native_rc), with N
 # live reports of KIND and nothing else, N in replay's JSON, which exits 1.
 expect_kind() {

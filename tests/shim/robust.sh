@@ -23,9 +23,6 @@ run() {
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
 }
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 
 cheap="trace=0:fill=0:quarantine_mb=0:redzone=0:stack_depth=0"
 for opts in "trace=0" "$cheap" "trace=0:quarantine_mb=1:redzone=64:stack_depth=4"; do

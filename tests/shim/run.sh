@@ -38,9 +38,6 @@ runit() {
     [ "$n" = 0 ] || rundir=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'tlsan-run.*')
 }
 # expect_eq GOT WANT WHAT
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 # expect_clean_work WHAT: the program's directories hold only what the test put there.
 expect_clean_work() {
     expect_eq "$(cd "$work" && find . -mindepth 1 ! -path ./sub ! -path ./sub/keep | sort | tr '\n' ' ')" \
