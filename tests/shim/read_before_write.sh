@@ -19,15 +19,6 @@ run() {
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
 }
-# expect_stack TEXT TITLE FUNC WHAT: the stack under "TITLE:" has FUNC in frame #0.
-expect_stack() {
-    local frame
-    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
-    case "$frame" in
-        *"#0 "*" in $3+"*) ok ;;
-        *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
-    esac
-}
 pid_line='^==[0-9]+==ERROR: tlsan: '
 
 for opts in "" checksum=all checksum=off fill=0; do
@@ -44,8 +35,8 @@ for opts in "" checksum=all fill=0; do
     expect_count "$err" "$pid_line" 1 "$what"
     expect_count "$err" "${pid_line}read-before-write on tensor 'acc'$" 1 "$what"
     expect_count "$err" "^  op 'matmul_2' reads 'acc' \(arena 'a0', bytes \[1024, 2048\)\), which no op wrote since its bind and which is not an input$" 1 "$what"
-    expect_stack "$err" "read by op 'matmul_2' at" run_op "$what"
-    expect_stack "$err" "bound at" bind_root "$what"
+    expect_top_frame "$err" "read by op 'matmul_2' at" run_op "$what"
+    expect_top_frame "$err" "bound at" bind_root "$what"
     expect_count "$err" "^SUMMARY: tlsan: read-before-write acc \(not written since its bind, read by op 'matmul_2'\)$" 1 "$what"
     if [ "$out" = "prog_read_before_write: root done" ]; then ok; else bad "$what printed: $out"; fi
 done
@@ -55,8 +46,8 @@ expect_rc 23 view
 expect_count "$err" "$pid_line" 1 view
 expect_count "$err" "${pid_line}read-before-write on tensor 'buf_hi'$" 1 view
 expect_count "$err" "^  op 'use_hi' reads view 'buf_hi' of 'buf' \(arena 'a0', bytes \[2176, 2304\)\), which no op wrote since 'buf' was bound and which is not an input$" 1 view
-expect_stack "$err" "read by op 'use_hi' at" run_op view
-expect_stack "$err" "bound at" bind_root view
+expect_top_frame "$err" "read by op 'use_hi' at" run_op view
+expect_top_frame "$err" "bound at" bind_root view
 expect_count "$err" "^SUMMARY: tlsan: read-before-write buf_hi \(not written since 'buf' was bound, read by op 'use_hi'\)$" 1 view
 
 run "exitcode=23:trace=0" rebind

@@ -52,6 +52,16 @@ bad() {
 expect_rc() {
     if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stdout: $out; stderr: $err)"; fi
 }
+# expect_top_frame TEXT TITLE FUNC WHAT: the first stack under "TITLE:" in TEXT has FUNC in
+# frame #0.
+expect_top_frame() {
+    local frame
+    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
+    case "$frame" in
+        *"#0 "*" in $3+"*) ok ;;
+        *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
+    esac
+}
 # expect_eq GOT WANT WHAT
 expect_eq() {
     if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
