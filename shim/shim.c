@@ -293,14 +293,22 @@ __attribute__((constructor)) static void shim_constructor(void)
  * a write after free followed by _exit is found too. */
 static atomic_int g_exit_checked;
 
-void shim_exit_quick_checks(void)
+/* The heap's last checks, once per process: what is in quarantine and the redzones of what
+ * is still live. */
+static void verify_heap_once(void)
 {
-    if (!shim_active() || atomic_load(&g_owner_pid) != (int)syscall(SYS_getpid) ||
-        atomic_exchange(&g_exit_checked, 1))
+    if (atomic_exchange(&g_exit_checked, 1))
         return;
-    bool entered = shim_enter();
     heap_verify_quarantine(1);
     heap_verify_live(1);
+}
+
+void shim_exit_quick_checks(void)
+{
+    if (!shim_active() || atomic_load(&g_owner_pid) != (int)syscall(SYS_getpid))
+        return;
+    bool entered = shim_enter();
+    verify_heap_once();
     if (entered)
         shim_leave();
 }
@@ -310,10 +318,7 @@ void shim_exit_checks(void)
     if (!shim_active())
         return;
     bool entered = shim_enter();
-    if (!atomic_exchange(&g_exit_checked, 1)) {
-        heap_verify_quarantine(1);
-        heap_verify_live(1);
-    }
+    verify_heap_once();
     uint64_t n = report_count();
     if (g_opts.verbosity >= 1) {
         struct heap_stats st;
