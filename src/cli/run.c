@@ -311,10 +311,10 @@ static void traces_at_risk(const run_trace *rt, const tally *ty, size_t n_files,
     }
     /* A trace grows in steps of up to 1 MiB (shim/trace.c): with less free, one was cut. */
     struct statvfs fs;
-    unsigned long long free_bytes = 0;
-    if (statvfs(dir, &fs) == 0)
-        free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
-    if (ty->n_truncated && statvfs(dir, &fs) == 0 && free_bytes < (1ull << 20))
+    if (!ty->n_truncated || statvfs(dir, &fs) != 0)
+        return;
+    unsigned long long free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    if (free_bytes < (1ull << 20))
         snprintf(why, why_bytes, "the file system of %s is full (%llu KiB free)", dir,
                  free_bytes >> 10);
 }
