@@ -4,13 +4,14 @@
  *
  * Interposition. libtlsan.so exports ggml_gallocr_alloc_graph,
  * ggml_backend_sched_alloc_graph, ggml_backend_graph_compute[_async],
- * ggml_backend_sched_graph_compute[_async] and ggml_graph_compute; being preloaded, it comes
- * first in the global scope, so every call to them through a PLT reaches these hooks: the
- * program's, libggml's own (the scheduler calls ggml_gallocr_alloc_graph and computes each
- * split with ..._async), a CPU backend's ggml_graph_compute, and those of an object loaded
- * with RTLD_LOCAL (its PLT is bound through the global scope first). Each hook calls the real
- * function its caller would have been bound to ("resolution" below), found in any loaded
- * object, whatever its name. Nothing here runs, and nothing is resolved, in a program
+ * ggml_backend_sched_graph_compute[_async] and ggml_graph_compute, and the host's
+ * ggml_backend_tensor_get/set and ggml_backend_buffer_free ("host access" below); being
+ * preloaded, it comes first in the global scope, so every call to them through a PLT reaches
+ * these hooks: the program's, libggml's own (the scheduler calls ggml_gallocr_alloc_graph
+ * and computes each split with ..._async), a CPU backend's ggml_graph_compute, and those of
+ * an object loaded with RTLD_LOCAL (its PLT is bound through the global scope first). Each hook
+ * calls the real function its caller would have been bound to ("resolution" below), found in any
+ * loaded object, whatever its name. Nothing here runs, and nothing is resolved, in a program
  * without ggml.
  *
  * What is checked. The graph as allocated, read with ggml's public accessors (the cgraph is
@@ -83,6 +84,10 @@ struct gfns {
     void (*graph_clear)(struct ggml_cgraph *);
     void (*graph_add_node)(struct ggml_cgraph *, struct ggml_tensor *);
     void (*synchronize)(ggml_backend_t);
+    /* host access (see "host access" below) */
+    void (*tensor_get)(const struct ggml_tensor *, void *, size_t, size_t);
+    void (*tensor_set)(struct ggml_tensor *, const void *, size_t, size_t);
+    void (*buffer_free)(ggml_backend_buffer_t);
     struct gm_api model;
 };
 
@@ -263,6 +268,9 @@ static void resolve_lib(struct glib *l, const char *path, const void *caller)
     RESOLVE(graph_clear, "ggml_graph_clear");
     RESOLVE(graph_add_node, "ggml_graph_add_node");
     RESOLVE(synchronize, "ggml_backend_synchronize");
+    RESOLVE(tensor_get, "ggml_backend_tensor_get");
+    RESOLVE(tensor_set, "ggml_backend_tensor_set");
+    RESOLVE(buffer_free, "ggml_backend_buffer_free");
     const struct gfns *f = &l->fn;
     l->stepwise = f->init && f->free && f->new_graph_custom && f->graph_overhead_custom &&
                   f->graph_clear && f->graph_add_node && f->synchronize;
@@ -939,6 +947,404 @@ done:
     return st;
 }
 
+/* ---- host access: ggml_backend_tensor_get/set of bytes a gallocr gave away ----
+ *
+ * Each allocation of a ggml_gallocr (ggml_gallocr_alloc_graph) places a graph's tensors in
+ * the gallocr's buffers and takes back every byte of its previous allocation: a tensor of an
+ * earlier graph still points at bytes that may now be another tensor's. The adapter keeps,
+ * per gallocr, the storage roots of its current allocation (the owners of its bytes), and per
+ * tensor the allocation that placed it (a table by tensor address, of every tensor of a
+ * buffer the graph's nodes are placed in, views included). A host read or write
+ * (ggml_backend_tensor_get/set) of a tensor placed by an earlier allocation of its gallocr,
+ * or of a view of one, is use-after-release when the bytes it accesses belong to an owner
+ * now, or when the buffer it was placed in was freed since (ggml_backend_buffer_free: the
+ * gallocr frees its buffer to allocate a larger one); a freed buffer's access is then
+ * skipped, as ggml would call through the freed buffer (whose bytes the shim's quarantine
+ * overwrote: natively it often reads on), and a skipped read gives zeros. Accesses to tensors of
+ * the current allocation, of other buffers (weights, caches), and to bytes no one took are let
+ * through unchecked. A tensor whose data or buffer is no longer what the allocation gave it was
+ * placed anew by someone else: its entry is forgotten. */
+
+#define GALLOC_MAX      64         /* gallocrs followed */
+#define GRAPH_NAMES_MAX 64         /* graph names kept for the reports */
+#define FREED_MAX       64         /* last buffer frees remembered */
+#define PLACED_MAX      (1u << 20) /* entries of the tensor table before it starts over */
+#define NO_GRAPH        UINT32_MAX
+
+/* A storage root of a gallocr's current allocation. */
+struct owner {
+    uintptr_t lo, hi; /* its bytes (addresses) */
+    int node;         /* -1: a leaf */
+    const char *op;   /* ggml's name of its op (static in ggml) */
+    char name[GM_NAME_BYTES];
+};
+
+struct galloc_state {
+    const void *galloc;
+    uint64_t generation; /* the number of its allocations seen: the current one's */
+    uint32_t graph;      /* the current allocation's graph (g_graph_names), or NO_GRAPH */
+    uint32_t stack;      /* where the current allocation was made */
+    struct owner *owners;
+    size_t n_owners, cap_owners;
+};
+
+/* A tensor as an allocation placed it. */
+struct placed {
+    const struct ggml_tensor *t; /* NULL: an empty slot */
+    uint32_t galloc;             /* index in g_gallocs */
+    uint32_t graph, stack;
+    uint64_t generation; /* its gallocr's allocation that placed it */
+    uint64_t seq;        /* g_seq then */
+    uintptr_t data;
+    const void *buffer;
+    uintptr_t buffer_base;
+    int node;
+    const char *op;
+    char name[GM_NAME_BYTES];
+};
+
+struct freed_buffer {
+    const void *buffer;
+    uintptr_t base;
+    uint64_t seq;
+    uint32_t stack;
+};
+
+static struct galloc_state g_gallocs[GALLOC_MAX];
+static size_t g_gallocs_n;
+static char g_graph_names[GRAPH_NAMES_MAX][160];
+static size_t g_graph_names_n;
+static struct placed *g_placed;
+static size_t g_placed_n, g_placed_cap;
+static struct freed_buffer g_freed[FREED_MAX]; /* a ring */
+static size_t g_freed_n;                       /* frees recorded, ever */
+static uint64_t g_seq;                         /* orders placements and frees */
+static atomic_bool g_placing;                  /* some allocation was noted */
+
+/* The id of a graph's name, added when new; NO_GRAPH when the table is full. Lock held. */
+static uint32_t graph_name_id(const char *where)
+{
+    for (size_t i = 0; i < g_graph_names_n; i++)
+        if (strcmp(g_graph_names[i], where) == 0)
+            return (uint32_t)i;
+    if (g_graph_names_n == GRAPH_NAMES_MAX)
+        return NO_GRAPH;
+    snprintf(g_graph_names[g_graph_names_n], sizeof g_graph_names[0], "%s", where);
+    return (uint32_t)g_graph_names_n++;
+}
+
+static const char *graph_name(uint32_t id)
+{
+    return id == NO_GRAPH ? "a ggml graph" : g_graph_names[id];
+}
+
+static size_t placed_slot(const struct ggml_tensor *t, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+/* The entry of tensor t, or NULL. Lock held. */
+static struct placed *placed_find(const struct ggml_tensor *t)
+{
+    if (!g_placed_cap || !t)
+        return NULL;
+    for (size_t s = placed_slot(t, g_placed_cap);; s = (s + 1) & (g_placed_cap - 1)) {
+        if (g_placed[s].t == t)
+            return &g_placed[s];
+        if (!g_placed[s].t)
+            return NULL;
+    }
+}
+
+/* The entry of tensor t, made when new; NULL when out of memory. A table that would pass
+ * PLACED_MAX starts over (forgetting earlier allocations' tensors: fewer findings, never a
+ * false one). Lock held. */
+static struct placed *placed_put(const struct ggml_tensor *t)
+{
+    struct placed *p = placed_find(t);
+    if (p)
+        return p;
+    if ((g_placed_n + 1) * 2 > g_placed_cap) {
+        size_t cap = g_placed_cap ? 2 * g_placed_cap : 1024;
+        if (cap > PLACED_MAX) {
+            memset(g_placed, 0, g_placed_cap * sizeof *g_placed);
+            g_placed_n = 0;
+        } else {
+            struct placed *v = calloc(cap, sizeof *v);
+            if (!v)
+                return NULL;
+            for (size_t i = 0; i < g_placed_cap; i++) {
+                if (!g_placed[i].t)
+                    continue;
+                size_t s = placed_slot(g_placed[i].t, cap);
+                while (v[s].t)
+                    s = (s + 1) & (cap - 1);
+                v[s] = g_placed[i];
+            }
+            free(g_placed);
+            g_placed = v;
+            g_placed_cap = cap;
+        }
+    }
+    size_t s = placed_slot(t, g_placed_cap);
+    while (g_placed[s].t)
+        s = (s + 1) & (g_placed_cap - 1);
+    g_placed[s].t = t;
+    g_placed_n++;
+    return &g_placed[s];
+}
+
+/* The state of a gallocr, made when new; NULL when GALLOC_MAX are followed. Lock held. */
+static struct galloc_state *galloc_state_of(const void *galloc)
+{
+    for (size_t i = 0; i < g_gallocs_n; i++)
+        if (g_gallocs[i].galloc == galloc)
+            return &g_gallocs[i];
+    if (g_gallocs_n == GALLOC_MAX)
+        return NULL;
+    struct galloc_state *st = &g_gallocs[g_gallocs_n++];
+    memset(st, 0, sizeof *st);
+    st->galloc = galloc;
+    return st;
+}
+
+/* Whether model tensor i lies in a buffer the graph's nodes are placed in: the gallocr's. */
+static bool in_compute_buffer(const struct gm_model *m, size_t i)
+{
+    const struct gm_tensor *root = &m->tensors[m->tensors[i].root];
+    return root->arena >= 0 && m->arenas[root->arena].buffer && m->arenas[root->arena].compute;
+}
+
+/* Records the allocation galloc just made of graph: its owners, and where it placed each
+ * tensor. noinline: the stack is taken two frames below the program's call. */
+__attribute__((noinline)) static void note_allocation(const struct glib *L, const void *galloc,
+                                                      struct ggml_cgraph *graph)
+{
+    struct gm_model m;
+    if (gm_build(&m, &L->fn.model, graph) != 0)
+        return;
+    char where[160];
+    graph_where(where, sizeof where, L, &m, AT_ALLOC);
+    uint32_t stack = depot_capture(2);
+    pthread_mutex_lock(&g_mu);
+    struct galloc_state *st = galloc_state_of(galloc);
+    if (!st)
+        goto done;
+    st->generation++;
+    st->graph = graph_name_id(where);
+    st->stack = stack;
+    st->n_owners = 0;
+    uint64_t seq = ++g_seq;
+    for (size_t i = 0; i < m.n_tensors; i++) {
+        const struct gm_tensor *g = &m.tensors[i];
+        if (!in_compute_buffer(&m, i))
+            continue;
+        const char *op = g->node >= 0 ? L->fn.model.op_desc(g->t) : NULL;
+        if (!g->view && g->bytes) {
+            if (st->n_owners == st->cap_owners) {
+                size_t cap = st->cap_owners ? 2 * st->cap_owners : 64;
+                struct owner *o = realloc(st->owners, cap * sizeof *o);
+                if (!o)
+                    goto done;
+                st->owners = o;
+                st->cap_owners = cap;
+            }
+            struct owner *o = &st->owners[st->n_owners++];
+            o->lo = (uintptr_t)g->t->data;
+            o->hi = o->lo + g->bytes;
+            o->node = g->node;
+            o->op = op;
+            snprintf(o->name, sizeof o->name, "%s", g->name);
+        }
+        struct placed *p = placed_put(g->t);
+        if (!p)
+            goto done;
+        p->galloc = (uint32_t)(st - g_gallocs);
+        p->graph = st->graph;
+        p->stack = stack;
+        p->generation = st->generation;
+        p->seq = seq;
+        p->data = (uintptr_t)g->t->data;
+        p->buffer = g->t->buffer;
+        p->buffer_base = m.arenas[m.tensors[g->root].arena].base;
+        p->node = g->node;
+        p->op = op;
+        snprintf(p->name, sizeof p->name, "%s", g->name);
+    }
+    atomic_store(&g_placing, true);
+done:
+    pthread_mutex_unlock(&g_mu);
+    gm_free(&m);
+}
+
+/* A host access to bytes its tensor's gallocr gave away, as reported. */
+struct host_access {
+    const char *call; /* "ggml_backend_tensor_get" */
+    enum finding_moment moment;
+    char tensor[GM_NAME_BYTES]; /* as the host named it: the view, or the placed tensor */
+    char root[GM_NAME_BYTES];   /* the placed tensor it is a view of; "" when it is one */
+    int node;
+    const char *op;
+    char graph[160], now_graph[160];
+    uintptr_t buffer_base, lo, hi; /* the bytes accessed */
+    bool freed;
+    uint32_t placed_stack, now_stack, free_stack, stack;
+    struct owner owners[FINDING_MAX_TENSORS];
+    size_t n_owners, n_owners_total;
+};
+
+/* Whether tensor t's bytes [offset, offset + size) were given away since its allocation
+ * placed it (*out filled then). */
+static bool stale_access(const struct ggml_tensor *t, size_t offset, size_t size,
+                         struct host_access *out)
+{
+    if (!atomic_load(&g_placing) || !t || !t->data)
+        return false;
+    bool stale = false;
+    pthread_mutex_lock(&g_mu);
+    const struct ggml_tensor *placed_t = t;
+    struct placed *p = placed_find(t);
+    if (!p && t->view_src)
+        p = placed_find(placed_t = t->view_src); /* a view the host made after the compute */
+    if (!p)
+        goto done;
+    if ((uintptr_t)placed_t->data != p->data || (const void *)placed_t->buffer != p->buffer) {
+        p->galloc = UINT32_MAX; /* placed anew elsewhere: not this allocation's any more */
+        goto done;
+    }
+    if (p->galloc >= g_gallocs_n)
+        goto done;
+    const struct galloc_state *st = &g_gallocs[p->galloc];
+    if (p->generation == st->generation)
+        goto done;
+    memset(out, 0, sizeof *out);
+    out->lo = (uintptr_t)t->data + offset;
+    out->hi = out->lo + size;
+    for (size_t k = 0; k < FREED_MAX && k < g_freed_n; k++) {
+        const struct freed_buffer *f = &g_freed[k];
+        if (f->buffer == p->buffer && f->base == p->buffer_base && f->seq > p->seq) {
+            out->freed = true;
+            out->free_stack = f->stack;
+        }
+    }
+    for (size_t k = 0; k < st->n_owners && !out->freed; k++) {
+        const struct owner *o = &st->owners[k];
+        if (o->lo >= out->hi || out->lo >= o->hi)
+            continue;
+        if (out->n_owners < FINDING_MAX_TENSORS)
+            out->owners[out->n_owners++] = *o;
+        out->n_owners_total++;
+    }
+    stale = out->freed || out->n_owners_total > 0;
+    if (!stale)
+        goto done;
+    if (placed_t != t) {
+        snprintf(out->root, sizeof out->root, "%s", p->name);
+        if (t->name[0])
+            snprintf(out->tensor, sizeof out->tensor, "%.*s", (int)GGML_MAX_NAME, t->name);
+        else
+            snprintf(out->tensor, sizeof out->tensor, "a view of %.80s", p->name);
+    } else {
+        snprintf(out->tensor, sizeof out->tensor, "%s", p->name);
+    }
+    out->node = p->node;
+    out->op = p->op;
+    snprintf(out->graph, sizeof out->graph, "%s", graph_name(p->graph));
+    snprintf(out->now_graph, sizeof out->now_graph, "%s", graph_name(st->graph));
+    out->buffer_base = p->buffer_base;
+    out->placed_stack = p->stack;
+    out->now_stack = st->stack;
+done:
+    pthread_mutex_unlock(&g_mu);
+    return stale;
+}
+
+static void report_host_access(const struct host_access *h)
+{
+    char key[3 * GM_NAME_BYTES];
+    snprintf(key, sizeof key, "host:%d:%s:%s", (int)h->moment, h->tensor,
+             h->freed ? "(freed)" : h->owners[0].name);
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (const char *p = key; *p; p++)
+        hash = (hash ^ (unsigned char)*p) * 0x100000001b3ull;
+    if (!first_time(&g_seen, &g_seen_n, &g_seen_cap, hash))
+        return;
+    const char *done = h->moment == MOMENT_WRITE ? "written" : "read";
+    struct report *r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on ggml tensor '%s' (%s)",
+                                    h->tensor, h->call);
+    if (!r)
+        return;
+    const char *shown = h->root[0] ? h->root : h->tensor;
+    char what[96];
+    if (h->node >= 0)
+        snprintf(what, sizeof what, "node %d (%s)", h->node, h->op ? h->op : "?");
+    else
+        snprintf(what, sizeof what, "a leaf");
+    if (h->root[0])
+        report_line(r, "  '%s' is a view of '%s'", h->tensor, h->root);
+    report_line(r, "  %s %s bytes [%llu, %llu) of its buffer through '%s', %s of %s", h->call,
+                h->moment == MOMENT_WRITE ? "wrote" : "read", (ull)(h->lo - h->buffer_base),
+                (ull)(h->hi - h->buffer_base), h->tensor, what, h->graph);
+    if (h->freed) {
+        report_line(r,
+                    "  its ggml_gallocr has allocated %s since, and its buffer was freed: "
+                    "the call is skipped",
+                    h->now_graph);
+    } else {
+        report_line(r, "  its ggml_gallocr has allocated %s since, which gave those bytes to:",
+                    h->now_graph);
+        for (size_t i = 0; i < h->n_owners; i++) {
+            const struct owner *o = &h->owners[i];
+            char node[96];
+            if (o->node >= 0)
+                snprintf(node, sizeof node, "node %d (%s)", o->node, o->op ? o->op : "?");
+            else
+                snprintf(node, sizeof node, "a leaf");
+            report_line(r, "    '%s' (%s), bytes [%llu, %llu)", o->name, node,
+                        (ull)(o->lo - h->buffer_base), (ull)(o->hi - h->buffer_base));
+        }
+        if (h->n_owners_total > h->n_owners)
+            report_line(r, "    and %zu more", h->n_owners_total - h->n_owners);
+    }
+    char title[GM_NAME_BYTES + 200];
+    snprintf(title, sizeof title, "%s by %s at", done, h->call);
+    report_stack(r, title, h->stack);
+    if (h->freed)
+        report_stack(r, "buffer freed at", h->free_stack);
+    snprintf(title, sizeof title, "%s allocated at", h->now_graph);
+    report_stack(r, title, h->now_stack);
+    snprintf(title, sizeof title, "'%s' placed by the allocation of %s at", shown, h->graph);
+    report_stack(r, title, h->placed_stack);
+    report_tensor(r, h->tensor);
+    if (h->root[0])
+        report_tensor(r, h->root);
+    for (size_t i = 0; i < h->n_owners; i++)
+        report_tensor(r, h->owners[i].name);
+    if (h->freed)
+        report_end(r, "%s (%s by %s after its ggml_gallocr freed its buffer)", h->tensor, done,
+                   h->call);
+    else
+        report_end(r, "%s (%s by %s after its ggml_gallocr gave its bytes to '%s' in %s)",
+                   h->tensor, done, h->call, h->owners[0].name, h->now_graph);
+}
+
+/* Whether a host access may go on: false for one to a freed buffer (reported). Inlined into
+ * the hooks so that the stack starts at the program's call. */
+static inline __attribute__((always_inline)) bool
+host_access_ok(const struct glib *L, const struct ggml_tensor *t, size_t offset, size_t size,
+               const char *call, enum finding_moment moment)
+{
+    struct host_access h;
+    if (!shim_active() || atomic_load(&L->probe) <= 0 || !stale_access(t, offset, size, &h))
+        return true;
+    h.call = call;
+    h.moment = moment;
+    h.stack = depot_capture(1);
+    report_host_access(&h);
+    return !h.freed;
+}
+
 /* ---- the hooks ----
  *
  * Each hook finds the real function for its caller (lib_for). A graph is checked where it is
@@ -965,6 +1371,7 @@ EXPORT bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph *
         if (g_inject.kind != GGML_INJECT_NONE)
             inject(L, graph);
         check_graph(L, graph, AT_ALLOC, false);
+        note_allocation(L, galloc, graph);
         if (t_sched)
             atomic_store(&L->sched_allocs, true);
     }
@@ -1070,6 +1477,52 @@ EXPORT enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sche
     struct glib *L = lib_for(__builtin_return_address(0));
     return sched_compute(L->fn.sched_graph_compute_async, "ggml_backend_sched_graph_compute_async",
                          sched, graph);
+}
+
+/* The host's access to a tensor's bytes: checked against its gallocr's later allocations. */
+EXPORT void ggml_backend_tensor_get(const struct ggml_tensor *tensor, void *data, size_t offset,
+                                    size_t size)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.tensor_get) {
+        missing("ggml_backend_tensor_get");
+        return;
+    }
+    if (host_access_ok(L, tensor, offset, size, "ggml_backend_tensor_get", MOMENT_READ))
+        L->fn.tensor_get(tensor, data, offset, size);
+    else
+        memset(data, 0, size); /* skipped: zeros rather than what the host had there */
+}
+
+EXPORT void ggml_backend_tensor_set(struct ggml_tensor *tensor, const void *data, size_t offset,
+                                    size_t size)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.tensor_set) {
+        missing("ggml_backend_tensor_set");
+        return;
+    }
+    if (host_access_ok(L, tensor, offset, size, "ggml_backend_tensor_set", MOMENT_WRITE))
+        L->fn.tensor_set(tensor, data, offset, size);
+}
+
+/* A buffer freed (the gallocr's own, as it grows): its tensors' later accesses are findings. */
+EXPORT void ggml_backend_buffer_free(ggml_backend_buffer_t buffer)
+{
+    struct glib *L = lib_for(__builtin_return_address(0));
+    if (!L->fn.buffer_free) {
+        missing("ggml_backend_buffer_free");
+        return;
+    }
+    if (buffer && atomic_load(&g_placing) && L->usable) {
+        uintptr_t base = (uintptr_t)L->fn.model.buffer_get_base(buffer);
+        uint32_t stack = depot_capture(1);
+        pthread_mutex_lock(&g_mu);
+        g_freed[g_freed_n++ % FREED_MAX] =
+            (struct freed_buffer){.buffer = buffer, .base = base, .seq = ++g_seq, .stack = stack};
+        pthread_mutex_unlock(&g_mu);
+    }
+    L->fn.buffer_free(buffer);
 }
 
 #else /* !TLSAN_HAVE_GGML: built without ggml's headers, the adapter is absent. */

@@ -1,7 +1,8 @@
-/* ggml_hooks.h - the shim's ggml adapter (shim/ggml/ggml.c): what it exposes besides the seven
+/* ggml_hooks.h - the shim's ggml adapter (shim/ggml/ggml.c): what it exposes besides the ten
  * interposed ggml functions (ggml_gallocr_alloc_graph, ggml_backend_sched_alloc_graph,
  * ggml_backend_graph_compute[_async], ggml_backend_sched_graph_compute[_async],
- * ggml_graph_compute; declared by ggml's own headers).
+ * ggml_graph_compute, and the host's ggml_backend_tensor_get/set and ggml_backend_buffer_free;
+ * declared by ggml's own headers).
  *
  * (Not named ggml.h: that would shadow ggml's own <ggml.h> for every file of the shim.)
  *
@@ -10,7 +11,9 @@
  * ops, with the stack of the allocation or compute call. A graph identical to one already checked
  * (same nodes, sources, views and data addresses) is not checked again. With checksum=shared (the
  * default) or all, each compute then runs node by node, hashing what each node writes and
- * verifying what it reads: bytes changed under a live tensor are live-corruption.
+ * verifying what it reads: bytes changed under a live tensor are live-corruption. A host's
+ * ggml_backend_tensor_get/set of a tensor whose bytes its gallocr's next allocation gave to
+ * another tensor, or whose buffer it freed, is use-after-release.
  *
  * TLSAN_OPTIONS=inject=VALUE plants a fault for self-tests, after ggml_gallocr_alloc_graph
  * (or before the first compute of a graph whose allocation the shim did not see):

@@ -19,6 +19,12 @@
 #     replay` finds the injected fault again offline, and nothing in a clean run.
 #  4. A program without ggml calling the shim's hooks (prog_ggml_absent): each call fails as
 #     ggml reports failure, with one line; the program runs on.
+#  5. Host access (ggml_host_access): a host that reads each graph's outputs right after its
+#     compute is clean, its output the same bytes; a kept view read with
+#     ggml_backend_tensor_get, or an input written with ggml_backend_tensor_set, after the same
+#     gallocr allocated the next graph over it is use-after-release naming both ggml tensors,
+#     both graphs and the host call's line (the output as native); after the gallocr grew
+#     (freed) its buffer, the read is reported and skipped; `tlsan replay` shows the finding.
 # Usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
 bin=${1:?usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
@@ -265,6 +271,85 @@ ggml_graph_compute: -1" ] &&
     pass
 else
     fail "prog_ggml_absent: exit $rc"$'\n'"$(cat "$tmp/absent-native.out" "$tmp/absent.out" "$tmp/absent.err")"
+fi
+
+# ---- 5. host access ----
+host=$build/tests/shim/ggml_host_access
+host_src=$src/tests/shim/ggml_host_access.c
+# The lines of the host calls the reports must name, read from the source.
+get_line=$(grep -n 'ggml_backend_tensor_get(t, host' "$host_src" | cut -d: -f1)
+set_line=$(grep -n 'the stale write' "$host_src" | cut -d: -f1)
+read_line=$(grep -n 'the stale read' "$host_src" | cut -d: -f1)
+host_run() { # MODE: native and shim runs; sets rc_native, rc_shim
+    "$host" "$src/.deps/ggml/lib" "$1" >"$tmp/host-native.out" 2>/dev/null
+    rc_native=$?
+    "$bin" run --trace "$tmp/host.trace" -- "$host" "$src/.deps/ggml/lib" "$1" \
+        >"$tmp/host.out" 2>"$tmp/host.err"
+    rc_shim=$?
+}
+# frame_at TITLE N: frame #N of the stack under "TITLE:" in the shim's report.
+frame_at() {
+    grep -F -A8 -- "$1:" "$tmp/host.err" | grep -m1 "^    #$2 "
+}
+host_run clean
+if [ "$rc_native" = 0 ] && [ "$rc_shim" = 0 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
+    [ "$(wc -l <"$tmp/host.out")" = 8 ] && ! grep -q "tlsan: use-after-release" "$tmp/host.err"; then
+    pass
+else
+    fail "ggml_host_access clean: exit $rc_native natively, $rc_shim under tlsan"$'\n'"$(cat "$tmp/host.err")"
+fi
+
+host_run stale-get
+graph_a="ggml graph 'a_scaled' .. 'a_out (kept)' (3 nodes)"
+graph_b="ggml graph 'b_scaled' .. 'b_out (kept)' (3 nodes)"
+if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
+    [ "$(grep -c "ERROR: tlsan:" "$tmp/host.err")" = 1 ] &&
+    grep -qF "ERROR: tlsan: use-after-release on ggml tensor 'a_out (kept)' (ggml_backend_tensor_get)" "$tmp/host.err" &&
+    grep -qxF "  ggml_backend_tensor_get read bytes [256, 272) of its buffer through 'a_out (kept)', node 2 (VIEW) of $graph_a" "$tmp/host.err" &&
+    grep -qxF "  its ggml_gallocr has allocated $graph_b since, which gave those bytes to:" "$tmp/host.err" &&
+    grep -qxF "    'b_scaled' (node 0 (SCALE)), bytes [256, 512)" "$tmp/host.err" &&
+    grep -qxF "    'b_out' (node 1 (ADD)), bytes [256, 512)" "$tmp/host.err" &&
+    grep -qxF "SUMMARY: tlsan: use-after-release a_out (kept) (read by ggml_backend_tensor_get after its ggml_gallocr gave its bytes to 'b_scaled' in $graph_b)" "$tmp/host.err" &&
+    frame_at "read by ggml_backend_tensor_get at" 0 | grep -q " in print_first+0x[0-9a-f]* at .*/ggml_host_access.c:$get_line " &&
+    frame_at "read by ggml_backend_tensor_get at" 1 | grep -q " in main+0x[0-9a-f]* at .*/ggml_host_access.c:$read_line " &&
+    frame_at "$graph_b allocated at" 1 | grep -q " in main+" &&
+    frame_at "'a_out (kept)' placed by the allocation of $graph_a at" 1 | grep -q " in main+"; then
+    pass
+else
+    fail "ggml_host_access stale-get: exit $rc_native natively, $rc_shim under tlsan (want 0, 1, the report of lines $get_line/$read_line)"$'\n'"$(cat "$tmp/host.err")"
+fi
+# Recorded in the trace: replay shows it.
+replayed=$("$bin" replay "$tmp/host.trace" 2>&1)
+if printf '%s\n' "$replayed" | grep -qF "SUMMARY: tlsan: 1 finding (use-after-release x1 at run time)"; then
+    pass
+else
+    fail "ggml_host_access stale-get: replay does not show the finding"$'\n'"$replayed"
+fi
+
+host_run stale-set
+if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
+    grep -qF "ERROR: tlsan: use-after-release on ggml tensor 'a_in' (ggml_backend_tensor_set)" "$tmp/host.err" &&
+    grep -qxF "  ggml_backend_tensor_set wrote bytes [0, 256) of its buffer through 'a_in', a leaf of $graph_a" "$tmp/host.err" &&
+    grep -qxF "    'b_in' (a leaf), bytes [0, 256)" "$tmp/host.err" &&
+    grep -qxF "SUMMARY: tlsan: use-after-release a_in (written by ggml_backend_tensor_set after its ggml_gallocr gave its bytes to 'b_in' in $graph_b)" "$tmp/host.err" &&
+    frame_at "written by ggml_backend_tensor_set at" 0 | grep -q " in main+0x[0-9a-f]* at .*/ggml_host_access.c:$set_line "; then
+    pass
+else
+    fail "ggml_host_access stale-set: exit $rc_native natively, $rc_shim under tlsan (want 0, 1, line $set_line)"$'\n'"$(cat "$tmp/host.err")"
+fi
+
+# The gallocr grew its buffer for graph B: the kept view's buffer is freed. The read is
+# reported and skipped (zeros), where natively ggml reads through the freed buffer.
+host_run stale-grow
+if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] &&
+    [ "$(grep -c ' = 0$' "$tmp/host.out")" = 4 ] &&
+    grep -qxF "  its ggml_gallocr has allocated $graph_b since, and its buffer was freed: the call is skipped" "$tmp/host.err" &&
+    grep -qxF "SUMMARY: tlsan: use-after-release a_out (kept) (read by ggml_backend_tensor_get after its ggml_gallocr freed its buffer)" "$tmp/host.err" &&
+    grep -F -A8 -- "buffer freed at:" "$tmp/host.err" | grep -q " in graph_run+" &&
+    frame_at "read by ggml_backend_tensor_get at" 0 | grep -q "ggml_host_access.c:$get_line "; then
+    pass
+else
+    fail "ggml_host_access stale-grow: exit $rc_native natively, $rc_shim under tlsan"$'\n'"$(cat "$tmp/host.out" "$tmp/host.err")"
 fi
 
 echo "ggml: $passed passed, $failed failed"
