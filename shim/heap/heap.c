@@ -24,6 +24,7 @@
  * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
 #include "heap/heap.h"
 #include "depot.h"
+#include "heap/sample.h"
 #include "lock.h"
 #include "out.h"
 #include "runtime_report.h"
@@ -778,6 +779,13 @@ unsigned heap_verify_live(int symbolize)
     return found;
 }
 
+void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t alloc_stack,
+                          unsigned dealloc, uint32_t free_stack)
+{
+    struct block e = {addr, size, family, alloc_stack, 0};
+    report_mismatch(&e, dealloc, free_stack);
+}
+
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
     struct report *r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
@@ -1016,7 +1024,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
         is_write = (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
 #endif
     /* A fault inside the shim's own locked sections is not the program's access. */
-    if (!(si->si_code > 0 && !shim_t_locks && guard_fault((uintptr_t)si->si_addr, is_write)))
+    uintptr_t addr = (uintptr_t)si->si_addr;
+    if (!(si->si_code > 0 && !shim_t_locks &&
+          (sample_fault(addr, is_write) || guard_fault(addr, is_write))))
         chain_segv(sig, si, uc);
     errno = saved;
 }
@@ -1024,6 +1034,11 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 /* Installed when the first block is guarded, so a program that never frees a large block
  * never sees it. The program's earlier handler is chained to; one it installs later replaces
  * this one (its faults on guarded blocks then reach it, as natively the unmapped block's). */
+void heap_segv_install(void)
+{
+    install_segv_handler();
+}
+
 static void install_segv_handler(void)
 {
     if (atomic_exchange(&g_segv_installed, 1))
@@ -1567,10 +1582,12 @@ void heap_lock_all(void)
     for (unsigned i = 0; i < SHARDS; i++)
         shim_lock_take(&g_shards[i].lock);
     shim_lock_take(&g_glock);
+    sample_lock();
 }
 
 void heap_unlock_all(void)
 {
+    sample_unlock();
     shim_lock_drop(&g_glock);
     for (unsigned i = SHARDS; i-- > 0;)
         shim_lock_drop(&g_shards[i].lock);
@@ -1581,6 +1598,7 @@ void heap_reinit_locks(void)
 {
     shim_lock_reset(&g_qlock);
     shim_lock_reset(&g_glock);
+    sample_reinit_lock();
     for (unsigned i = 0; i < SHARDS; i++)
         shim_lock_reset(&g_shards[i].lock);
 }
