@@ -216,7 +216,8 @@ TLSAN_API const char *tlsan_plan_tensor_name(const tlsan_plan *plan, size_t inde
 TLSAN_API const char *tlsan_plan_op_name(const tlsan_plan *plan, size_t index);
 
 /** Where tensor (or op) `index` begins in the file it was read from: the line and column
- *  (1-based; columns count characters) of its object's opening brace. Returns false (and
+ *  (1-based; columns count characters) of its object's opening brace (for a TVM graph, the
+ *  brace of the node it comes from). Returns false (and
  *  leaves *line and *column alone) for a plan built with the tlsan_plan_add_* calls or an
  *  index out of range. Either pointer may be NULL. Thread-safe on a finalized plan. */
 TLSAN_API bool tlsan_plan_tensor_source(const tlsan_plan *plan, size_t index, int *line,

@@ -25,6 +25,9 @@
  * - Every "tvm_op" node is one op, in node order (the order TVM's executor runs them), named
  *   like the node; it reads its input entries and writes its num_outputs output entries.
  * - The plan is named after the file: its base name without a ".json" suffix.
+ * - Each tensor and op has its node's place in the file as its source
+ *   (tlsan_plan_tensor_source, tlsan_plan_op_source: the line and column of the node's
+ *   opening brace), so reports and SARIF regions point at the node.
  *
  * Units: byte counts and offsets in bytes; steps are indices of the tvm_op nodes in node
  * order (the plan's ops).

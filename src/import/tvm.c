@@ -59,6 +59,11 @@ typedef struct graph {
     uint64_t *slot_offset; /* bytes from the arena's start */
     size_t n_slots;
     uint64_t arena_bytes;
+    /* Where each node's object starts in the file ('{', line and column in characters, the
+     * plan reader's rule), found by the syntax pass: the source of the node's entries and op,
+     * so reports point at the node (SARIF regions). n_node_pos may be short of n_nodes. */
+    text_pos *node_pos;
+    size_t n_node_pos;
 } graph;
 
 /* ---- errors ---- */
@@ -585,6 +590,16 @@ static tlsan_status builder_failed(tlsan_error *err, tlsan_status st, size_t nod
     return st;
 }
 
+/* Gives the tensor or op just added the position of node `node`; 0, or -1 when out of
+ * memory. Nothing when the syntax pass did not place the node. */
+static int set_node_source(const graph *g, tlsan_plan *p, bool is_op, size_t node)
+{
+    if (node >= g->n_node_pos)
+        return 0;
+    return plan_set_source(p, is_op, (uint32_t)g->node_pos[node].line,
+                           (uint32_t)g->node_pos[node].column);
+}
+
 static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **out,
                                tlsan_error *err)
 {
@@ -627,6 +642,10 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
             st = builder_failed(err, st, en->node);
             goto out;
         }
+        if (set_node_source(g, p, false, en->node) != 0) {
+            st = error_nomem(err);
+            goto out;
+        }
     }
     for (size_t i = 0; i < g->n_nodes; i++) {
         const tvm_node *nd = &g->nodes[i];
@@ -654,6 +673,10 @@ static tlsan_status build_plan(const graph *g, const char *label, tlsan_plan **o
             st = builder_failed(err, st, i);
             goto out;
         }
+        if (set_node_source(g, p, true, i) != 0) {
+            st = error_nomem(err);
+            goto out;
+        }
     }
     if ((st = tlsan_plan_finalize(p, err)) != TLSAN_OK) {
         st = builder_failed(err, st, 0);
@@ -674,23 +697,42 @@ out:
  * stack; TVM graphs nest six levels deep. */
 #define MAX_DEPTH 256
 
-typedef struct depth_counter {
+typedef struct syntax_pass {
     unsigned depth;
     bool too_deep;
     bool bad_text; /* a string or key that is not UTF-8 text (or holds a NUL) */
-} depth_counter;
+    bool nomem;
+    /* The node positions: the objects in the root's first "nodes" array. */
+    yajl_handle parser;
+    const char *json;
+    size_t pos_offset; /* pos is the position of byte pos_offset of json */
+    text_pos pos;
+    bool key_is_nodes;       /* the last key of the root object was "nodes" */
+    bool nodes_done;         /* that array was seen (read_nodes takes the first) */
+    unsigned in_nodes_depth; /* depth of the open "nodes" array, 0 outside it */
+    text_pos *node_pos;
+    size_t n_node_pos, cap_node_pos;
+} syntax_pass;
 
 static int check_text(void *ctx, const unsigned char *s, size_t len)
 {
     if (utf8_valid_text((const char *)s, len))
         return 1;
-    ((depth_counter *)ctx)->bad_text = true;
+    ((syntax_pass *)ctx)->bad_text = true;
     return 0;
+}
+
+static int check_key(void *ctx, const unsigned char *s, size_t len)
+{
+    syntax_pass *d = ctx;
+    if (d->depth == 1)
+        d->key_is_nodes = len == 5 && memcmp(s, "nodes", 5) == 0;
+    return check_text(ctx, s, len);
 }
 
 static int open_level(void *ctx)
 {
-    depth_counter *d = ctx;
+    syntax_pass *d = ctx;
     if (++d->depth > MAX_DEPTH) {
         d->too_deep = true;
         return 0; /* stops the parse */
@@ -698,24 +740,63 @@ static int open_level(void *ctx)
     return 1;
 }
 
+static int open_array(void *ctx)
+{
+    syntax_pass *d = ctx;
+    if (d->depth == 1 && d->key_is_nodes && !d->nodes_done)
+        d->in_nodes_depth = d->depth + 1;
+    return open_level(ctx);
+}
+
+/* A node's object: its '{' is the byte the parser just consumed. */
+static int open_map(void *ctx)
+{
+    syntax_pass *d = ctx;
+    if (d->in_nodes_depth && d->depth == d->in_nodes_depth) {
+        size_t at = yajl_get_bytes_consumed(d->parser) - 1;
+        if (d->n_node_pos == d->cap_node_pos) {
+            size_t cap = d->cap_node_pos ? 2 * d->cap_node_pos : 64;
+            text_pos *grown = realloc(d->node_pos, cap * sizeof *grown);
+            if (!grown) {
+                d->nomem = true;
+                return 0;
+            }
+            d->node_pos = grown;
+            d->cap_node_pos = cap;
+        }
+        d->pos = text_pos_advance(d->pos, d->json + d->pos_offset, at - d->pos_offset);
+        d->pos_offset = at;
+        d->node_pos[d->n_node_pos++] = d->pos;
+    }
+    return open_level(ctx);
+}
+
 static int close_level(void *ctx)
 {
-    ((depth_counter *)ctx)->depth--;
+    syntax_pass *d = ctx;
+    if (d->in_nodes_depth && d->depth == d->in_nodes_depth) {
+        d->in_nodes_depth = 0;
+        d->nodes_done = true;
+    }
+    d->depth--;
     return 1;
 }
 
-/* Finds a syntax error with yajl's event parser, which knows where it stopped. */
-static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_error *err)
+/* Finds a syntax error with yajl's event parser, which knows where it stopped, and where each
+ * node starts (g->node_pos). */
+static tlsan_status check_syntax(const char *json, size_t json_bytes, graph *g, tlsan_error *err)
 {
-    static const yajl_callbacks depth_callbacks = {
-        .yajl_start_map = open_level,
+    static const yajl_callbacks pass_callbacks = {
+        .yajl_start_map = open_map,
         .yajl_end_map = close_level,
-        .yajl_start_array = open_level,
+        .yajl_start_array = open_array,
         .yajl_end_array = close_level,
         .yajl_string = check_text,
-        .yajl_map_key = check_text,
+        .yajl_map_key = check_key,
     };
-    depth_counter depth = {0, false, false};
+    syntax_pass pass = {0};
+    pass.json = json;
+    pass.pos = TEXT_POS_START;
     json_escape_scan esc = {0};
     size_t bad = json_escapes_feed(&esc, json, json_bytes);
     if (bad != SIZE_MAX) {
@@ -729,9 +810,10 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
         }
         return st;
     }
-    yajl_handle h = yajl_alloc(&depth_callbacks, NULL, &depth);
+    yajl_handle h = yajl_alloc(&pass_callbacks, NULL, &pass);
     if (!h)
         return error_nomem(err);
+    pass.parser = h;
     size_t consumed = json_bytes;
     bool at_end = false; /* the text ended before the value did: the error is after it */
     yajl_status s = yajl_parse(h, (const unsigned char *)json, json_bytes);
@@ -742,19 +824,21 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
         at_end = true;
     }
     tlsan_status st = TLSAN_OK;
-    if (s != yajl_status_ok) {
+    if (pass.nomem) {
+        st = error_nomem(err);
+    } else if (s != yajl_status_ok) {
         /* The same rule as the plan reader's (core/text_pos.h): the last character it read
          * that is not blank, columns in characters. */
         text_pos at = at_end ? text_pos_advance(TEXT_POS_START, json, json_bytes)
                              : text_pos_of_error(TEXT_POS_START, json, consumed);
         int line = at.line, column = at.column;
         st = error_status(err, TLSAN_ERR_INVALID, "");
-        if (err && depth.bad_text) {
+        if (err && pass.bad_text) {
             snprintf(err->what, sizeof err->what,
                      "a string that is not valid UTF-8 or holds a NUL character");
             err->line = line;
             err->column = column;
-        } else if (err && depth.too_deep) {
+        } else if (err && pass.too_deep) {
             snprintf(err->what, sizeof err->what,
                      "JSON nested deeper than %d levels (a TVM graph needs 6)", MAX_DEPTH);
             err->line = line;
@@ -768,6 +852,12 @@ static tlsan_status check_syntax(const char *json, size_t json_bytes, tlsan_erro
         }
     }
     yajl_free(h);
+    if (st == TLSAN_OK) {
+        g->node_pos = pass.node_pos;
+        g->n_node_pos = pass.n_node_pos;
+    } else {
+        free(pass.node_pos);
+    }
     return st;
 }
 
@@ -781,6 +871,7 @@ static void free_graph(graph *g)
     free(g->inputs);
     free(g->shapes);
     free(g->slot_offset);
+    free(g->node_pos);
     yajl_tree_free(g->root);
 }
 
@@ -813,7 +904,7 @@ tlsan_status tvm_import_buffer_ex(const char *json, size_t json_bytes, const cha
         return TLSAN_ERR_ARG;
     graph g = {0};
     char *text = NULL;
-    tlsan_status st = check_syntax(json ? json : "", json_bytes, err);
+    tlsan_status st = check_syntax(json ? json : "", json_bytes, &g, err);
     if (st != TLSAN_OK)
         goto out;
     /* yajl_tree wants a NUL-terminated string; the syntax pass has ruled out inner NULs. */

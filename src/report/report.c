@@ -217,6 +217,8 @@ void tlsan_report_free(tlsan_report *report)
     for (size_t i = 0; i < report->n_plans; i++)
         free(report->stats[i].arenas);
     free(report->findings);
+    free(report->access_causes);
+    free(report->access_cause_of);
     free(report->stats);
     free(report->plans);
     free(report);

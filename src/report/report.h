@@ -52,6 +52,11 @@ struct tlsan_report {
     size_t n_runtime;
     const char *runtime_process; /* "pid N": who reported them */
     bool traced; /* checked from a trace (report_set_runtime): run-time kinds may show */
+    /* Findings that follow from one access the planner probably missed (report_explain.c):
+     * access_cause_of[i] indexes access_causes for finding i, or is -1; NULL when none. */
+    struct access_cause *access_causes;
+    size_t n_access_causes;
+    int64_t *access_cause_of;
 };
 
 /* Attaches the findings a traced process reported at run time (borrowed: they must outlive the
@@ -185,5 +190,27 @@ void report_suggestion(const tlsan_report *r, const tlsan_finding *f, char *buf,
 int report_link_causes(tlsan_report *r);
 /* How many findings follow from finding `cause`. */
 size_t report_count_effects(const tlsan_report *r, size_t cause);
+
+/* A tensor missing from an op, as the planner saw it: two or more pair findings (live-overlap,
+ * bad-inplace, unordered-reuse) of one storage root whose lifetime reaches the other
+ * tenant only through its last access, by one op; without that access the root's lifetime
+ * ends at `previous_step`, before each other tenant begins. The planner probably did not
+ * count that the op touches the tensor (often through a view), freed its bytes after
+ * `previous_step` and reused them. Set by report_link_causes for findings that have no
+ * declared-lifetime cause. */
+typedef struct access_cause {
+    int64_t plan_index;
+    uint32_t tensor;       /* the storage root (plan index) */
+    uint32_t op;           /* the op whose access keeps it live: its last access */
+    int64_t previous_step; /* its access before that (-1: the graph-input step) */
+    size_t first_finding;  /* the group's first finding (report order) */
+    size_t n_findings;
+} access_cause;
+/* The access cause finding i follows from, or NULL. */
+const access_cause *report_access_cause_of(const tlsan_report *r, size_t finding);
+/* "op 'O' (step S) reads 'x' through view 'v'": the access in words. */
+void report_access_text(const tlsan_report *r, const access_cause *c, char *buf, size_t n);
+/* One line: what the planner probably missed. */
+void report_access_suggestion(const tlsan_report *r, const access_cause *c, char *buf, size_t n);
 
 #endif

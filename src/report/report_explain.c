@@ -4,8 +4,10 @@
  * format: the input step (-1, an "input" or "constant" flag), the output step (n_ops, an
  * "output" or "constant" flag, possibly on another tensor of the same storage root), or the
  * loop rule (a value carried round a loop is live over the whole body). Findings that follow
- * from a declared lifetime the planner trusted are linked to it (report_link_causes). The
- * text, JSON and SARIF writers all describe findings through these functions. */
+ * from a declared lifetime the planner trusted are linked to it, and pairs that follow from
+ * one access the planner missed (a tensor missing from an op) are grouped under it
+ * (report_link_causes). The text, JSON and SARIF writers all describe findings through these
+ * functions. */
 #include "check/lifetime.h"
 #include "report/report.h"
 
@@ -324,7 +326,7 @@ static bool pair_kind(tlsan_kind k)
 
 /* A pair follows from a too-short declaration of one of its tensors when the other
  * tensor's lifetime misses the declared one: believing it, the planner saw them apart. */
-int report_link_causes(tlsan_report *r)
+static int link_lifetime_causes(tlsan_report *r)
 {
     size_t n = 0;
     for (size_t i = 0; i < r->n_findings; i++) {
@@ -378,6 +380,152 @@ int report_link_causes(tlsan_report *r)
     }
     free(v);
     return 0;
+}
+
+/* ---- a tensor missing from an op ---- */
+
+typedef struct access_ref {
+    int64_t plan;
+    uint32_t root, op;
+    int64_t previous;
+    size_t finding;
+} access_ref;
+
+static int cmp_access(const void *x, const void *y)
+{
+    const access_ref *a = x, *b = y;
+    if (a->plan != b->plan)
+        return a->plan < b->plan ? -1 : 1;
+    if (a->root != b->root)
+        return a->root < b->root ? -1 : 1;
+    if (a->op != b->op)
+        return a->op < b->op ? -1 : 1;
+    return a->finding < b->finding ? -1 : a->finding > b->finding;
+}
+
+/* Whether pair f collides only through the last access of its tensor k: that end of the
+ * lifetime is an op of the tensor (not an output or loop step), and the tensor's access
+ * before it comes before the other tenant begins. Fills the op and that earlier step. */
+static bool collides_through_last_access(const tlsan_report *r, const tlsan_finding *f, size_t k,
+                                         access_ref *out)
+{
+    const tlsan_plan *p = report_plan_of(r, f);
+    uint32_t t = report_tensor_of(r, f, k, p);
+    if (t == NO_INDEX || p->tensors[t].root != t)
+        return false;
+    life l = {(int32_t)f->lifetimes[k][0], (int32_t)f->lifetimes[k][1]};
+    int64_t other_first = f->lifetimes[1 - k][0];
+    step_label s;
+    if (l.last < 0 || l.last >= (int32_t)p->n_ops || label_step(p, t, l, l.last, &s) ||
+        !op_touches_any(p, (uint32_t)l.last, t) || other_first > l.last)
+        return false;
+    int64_t previous = -2;
+    for (int64_t step = l.last - 1; step >= l.first && previous == -2; step--)
+        if (step >= 0 ? op_touches_any(p, (uint32_t)step, t)
+                      : label_step(p, t, l, step, &s) && s.kind == STEP_INPUT)
+            previous = step;
+    if (previous == -2 || previous >= other_first)
+        return false;
+    *out = (access_ref){f->plan_index, t, (uint32_t)l.last, previous, (size_t)(f - r->findings)};
+    return true;
+}
+
+/* Groups the pairs (without a declared-lifetime cause) that share the root and the access
+ * through which they collide; groups of one are dropped. */
+static int link_access_causes(tlsan_report *r)
+{
+    free(r->access_causes);
+    free(r->access_cause_of);
+    r->access_causes = NULL;
+    r->access_cause_of = NULL;
+    r->n_access_causes = 0;
+    access_ref *v = malloc((r->n_findings ? r->n_findings : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const tlsan_finding *f = &r->findings[i];
+        if (!pair_kind(f->kind) || f->n_tensors != 2 || !f->has_lifetimes || f->cause >= 0)
+            continue;
+        for (size_t k = 0; k < 2; k++)
+            if (collides_through_last_access(r, f, k, &v[n])) {
+                n++;
+                break;
+            }
+    }
+    qsort(v, n, sizeof *v, cmp_access);
+    int rc = 0;
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && v[b].plan == v[a].plan && v[b].root == v[a].root && v[b].op == v[a].op)
+            b++;
+        if (b - a >= 2) {
+            if (!r->access_cause_of) {
+                r->access_causes = malloc(n / 2 * sizeof *r->access_causes);
+                r->access_cause_of = malloc(r->n_findings * sizeof *r->access_cause_of);
+                if (!r->access_causes || !r->access_cause_of) {
+                    rc = -1;
+                    break;
+                }
+                for (size_t i = 0; i < r->n_findings; i++)
+                    r->access_cause_of[i] = -1;
+            }
+            /* the latest earlier access stands for the group (paths may differ) */
+            int64_t previous = v[a].previous;
+            for (size_t i = a; i < b; i++) {
+                previous = v[i].previous > previous ? v[i].previous : previous;
+                r->access_cause_of[v[i].finding] = (int64_t)r->n_access_causes;
+            }
+            r->access_causes[r->n_access_causes++] =
+                (access_cause){v[a].plan, v[a].root, v[a].op, previous, v[a].finding, b - a};
+        }
+        a = b;
+    }
+    free(v);
+    if (rc != 0) {
+        free(r->access_causes);
+        free(r->access_cause_of);
+        r->access_causes = NULL;
+        r->access_cause_of = NULL;
+        r->n_access_causes = 0;
+    }
+    return rc;
+}
+
+int report_link_causes(tlsan_report *r)
+{
+    if (link_lifetime_causes(r) != 0)
+        return -1;
+    return link_access_causes(r);
+}
+
+const access_cause *report_access_cause_of(const tlsan_report *r, size_t finding)
+{
+    if (!r->access_cause_of || finding >= r->n_findings || r->access_cause_of[finding] < 0)
+        return NULL;
+    return &r->access_causes[r->access_cause_of[finding]];
+}
+
+void report_access_text(const tlsan_report *r, const access_cause *c, char *buf, size_t n)
+{
+    const tlsan_plan *p = r->plans[c->plan_index < 0 ? 0 : (size_t)c->plan_index];
+    describe_access(p, c->op, c->tensor, buf, n);
+}
+
+void report_access_suggestion(const tlsan_report *r, const access_cause *c, char *buf, size_t n)
+{
+    char acc[500];
+    report_access_text(r, c, acc, sizeof acc);
+    if (c->previous_step < 0)
+        snprintf(buf, n,
+                 "the planner probably missed that %s, its only access after the graph-input "
+                 "step; it freed the bytes after step -1 and reused them",
+                 acc);
+    else
+        snprintf(buf, n,
+                 "the planner probably missed that %s; it freed the bytes after step %" PRId64
+                 " and reused them",
+                 acc, c->previous_step);
 }
 
 size_t report_count_effects(const tlsan_report *r, size_t cause)

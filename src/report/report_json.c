@@ -229,6 +229,33 @@ static void gen_explanations(report_gen *j, const tlsan_report *r, const tlsan_f
         report_gen_close_map(j);
     }
     size_t idx = (size_t)(f - r->findings);
+    const access_cause *ac = idx < r->n_findings ? report_access_cause_of(r, idx) : NULL;
+    if (ac) {
+        char text[1200];
+        report_gen_str(j, "cause");
+        report_gen_open_map(j);
+        report_gen_str(j, "access");
+        report_access_text(r, ac, text, sizeof text);
+        report_gen_str(j, text);
+        report_gen_str(j, "op");
+        report_gen_str(j, tlsan_plan_op_name(p, ac->op));
+        report_gen_str(j, "step");
+        report_gen_i64(j, ac->op);
+        report_gen_str(j, "tensor");
+        report_gen_str(j, plan_str(p, p->tensors[ac->tensor].name));
+        report_gen_str(j, "previous_step");
+        report_gen_i64(j, ac->previous_step);
+        report_gen_str(j, "findings");
+        report_gen_open_array(j);
+        for (size_t i = 0; i < r->n_findings; i++)
+            if (report_access_cause_of(r, i) == ac)
+                report_gen_u64(j, i);
+        report_gen_close_array(j);
+        report_access_suggestion(r, ac, text, sizeof text);
+        report_gen_str(j, "suggestion");
+        report_gen_str(j, text);
+        report_gen_close_map(j);
+    }
     if (idx < r->n_findings && report_count_effects(r, idx)) {
         report_gen_str(j, "effects");
         report_gen_open_array(j);

@@ -139,6 +139,27 @@ static void gen_related_locations(report_gen *j, const tlsan_report *r, const tl
         gen_related(j, &id, uri, line, column, text);
     }
     size_t idx = (size_t)(f - r->findings);
+    const access_cause *ac = report_access_cause_of(r, idx);
+    if (ac) {
+        char acc[600], hint[1200];
+        report_access_text(r, ac, acc, sizeof acc);
+        report_access_suggestion(r, ac, hint, sizeof hint);
+        line = column = 0;
+        tlsan_plan_op_source(p, ac->op, &line, &column);
+        char why[2048];
+        snprintf(why, sizeof why, "follows from %s, its last access: %s", acc, hint);
+        gen_related(j, &id, uri, line, column, why);
+        for (size_t i = 0; i < r->n_findings; i++) {
+            const tlsan_finding *g = &r->findings[i];
+            if (i == idx || report_access_cause_of(r, i) != ac)
+                continue;
+            size_t other = strcmp(g->tensors[0], plan_str(p, p->tensors[ac->tensor].name)) == 0;
+            tensor_pos(r, g, other, &line, &column);
+            snprintf(text, sizeof text, "with the same cause: %s between '%s' and '%s'",
+                     tlsan_kind_name(g->kind), g->tensors[0], g->tensors[1]);
+            gen_related(j, &id, uri, line, column, text);
+        }
+    }
     for (size_t i = 0; i < r->n_findings; i++) {
         const tlsan_finding *g = &r->findings[i];
         if (g->cause != (int64_t)idx)

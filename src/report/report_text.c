@@ -377,6 +377,44 @@ static void put_cause_lines(text_out *o, const tlsan_report *r, const tlsan_find
         put(o, "  suggestion: %s\n", hint);
 }
 
+/* The lines of a finding grouped under an access the planner missed: the group's first
+ * finding names the access, the others and the suggestion; the others point back to it. */
+static void put_access_cause_lines(text_out *o, const tlsan_report *r, const tlsan_finding *f)
+{
+    size_t idx = (size_t)(f - r->findings);
+    const access_cause *c = report_access_cause_of(r, idx);
+    if (!c)
+        return;
+    const tlsan_plan *p = report_plan_of(r, f);
+    const char *name = plan_str(p, p->tensors[c->tensor].name);
+    char acc[600];
+    report_access_text(r, c, acc, sizeof acc);
+    if (c->first_finding != idx) {
+        const tlsan_finding *first = &r->findings[c->first_finding];
+        put(o,
+            "  follows from: %s, its last access (the cause given above with the %s between "
+            "'%s' and '%s')\n",
+            acc, tlsan_kind_name(first->kind), first->tensors[0], first->tensors[1]);
+        return;
+    }
+    put(o,
+        "  cause: %s, its last access; without it '%s' is last accessed at step %" PRId64
+        ", before each of the %zu findings grouped here begins:",
+        acc, name, c->previous_step, c->n_findings);
+    bool first = true;
+    for (size_t i = 0; i < r->n_findings; i++) {
+        if (report_access_cause_of(r, i) != c)
+            continue;
+        const tlsan_finding *g = &r->findings[i];
+        put(o, "%s%s between '%s' and '%s'", first ? " " : ", ", tlsan_kind_name(g->kind),
+            g->tensors[0], g->tensors[1]);
+        first = false;
+    }
+    put(o, "\n");
+    char hint[1200];
+    report_access_suggestion(r, c, hint, sizeof hint);
+    put(o, "  suggestion: %s\n", hint);
+}
 static void put_body(text_out *o, const tlsan_report *r, const tlsan_finding *f, const char *label);
 
 static void put_finding(text_out *o, const tlsan_report *r, const tlsan_finding *f,
@@ -459,6 +497,7 @@ static void put_body(text_out *o, const tlsan_report *r, const tlsan_finding *f,
             put_layout_details(o, p, f, t);
     }
     put_cause_lines(o, r, f);
+    put_access_cause_lines(o, r, f);
     if (f->approximate)
         put(o, "  note: too many branch paths to enumerate; judged on the union of all "
                "paths (conservative)\n");
@@ -524,12 +563,17 @@ static size_t text_order(const tlsan_report *r, size_t *order, size_t cap)
     for (size_t i = 0; i < r->n_findings; i++)
         any_cause |= r->findings[i].cause >= 0;
     for (size_t i = 0; i < r->n_findings && n < cap; i++) {
-        if (r->findings[i].cause >= 0)
+        const access_cause *c = report_access_cause_of(r, i);
+        if (r->findings[i].cause >= 0 || (c && c->first_finding != i))
             continue;
         order[n++] = i;
         bool has_effects = any_cause && report_count_effects(r, i) > 0;
         for (size_t k = 0; has_effects && k < r->n_findings && n < cap; k++)
             if (r->findings[k].cause == (int64_t)i)
+                order[n++] = k;
+        /* those grouped under one missed access right after the group's first */
+        for (size_t k = i + 1; c && k < r->n_findings && n < cap; k++)
+            if (report_access_cause_of(r, k) == c)
                 order[n++] = k;
     }
     return n;
@@ -570,4 +614,3 @@ void report_finding_text_body(const tlsan_report *r, const tlsan_finding *f, con
     text_out o = {.sink = sink, .sink_ctx = sink_ctx, .pid_prefix = ""};
     put_body(&o, r, f, label ? label : "<plan>");
 }
-

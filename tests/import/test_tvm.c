@@ -391,6 +391,43 @@ static void test_synthetic_graph(void **state)
     tlsan_plan_free(p);
 }
 
+/* Each entry and op knows where its node's object starts (line, column in characters, as the
+ * plan reader counts), so reports point at the node; a later "nodes" key and an object nested
+ * in a node are not taken for nodes. */
+static void test_node_sources(void **state)
+{
+    (void)state;
+    const char *json = "{\"attrs\": {\"storage_id\": [\"list_int\", [0, 1, 2]],\n"
+                       "  \"dltype\": [\"list_str\", [\"float32\", \"float32\", \"float32\"]],\n"
+                       "  \"shape\": [\"list_shape\", [[4], [4], [4]]]},\n"
+                       " \"nodes\": [\n"
+                       "  {\"op\": \"null\", \"name\": \"\xce\xb1\xce\xb2\", \"inputs\": []}, "
+                       "{\"op\": \"tvm_op\", \"name\": \"f\", \"inputs\": [[0, 0, 0]],\n"
+                       "   \"attrs\": {\"func_name\": \"f\"}},\n"
+                       "    {\"op\": \"tvm_op\", \"name\": \"g\", \"inputs\": [[1, 0, 0]],"
+                       " \"attrs\": {\"func_name\": \"g\"}}],\n"
+                       " \"heads\": [[2, 0, 0]], \"nodes\": [{}]}";
+    tlsan_plan *p = import_text(json);
+    assert_int_equal(tlsan_plan_n_tensors(p), 3);
+    /* The second node's '{' follows the first node on line 5: the Greek name is two
+     * characters (four bytes), so it is column 47, not 49. */
+    static const int tensor_at[3][2] = {{5, 3}, {5, 47}, {7, 5}};
+    for (size_t t = 0; t < 3; t++) {
+        int line = 0, column = 0;
+        assert_true(tlsan_plan_tensor_source(p, t, &line, &column));
+        assert_int_equal(line, tensor_at[t][0]);
+        assert_int_equal(column, tensor_at[t][1]);
+    }
+    int line = 0, column = 0;
+    assert_true(tlsan_plan_op_source(p, 0, &line, &column));
+    assert_int_equal(line, 5);
+    assert_int_equal(column, 47);
+    assert_true(tlsan_plan_op_source(p, 1, &line, &column));
+    assert_int_equal(line, 7);
+    assert_int_equal(column, 5);
+    tlsan_plan_free(p);
+}
+
 /* Malformed graphs: TLSAN_ERR_INVALID with the JSON path and a reason, never a crash. */
 static void test_malformed(void **state)
 {
@@ -1071,9 +1108,10 @@ static void test_own_graph_mutations(void **state)
 int main(void)
 {
     const struct CMUnitTest self_contained[] = {
-        cmocka_unit_test(test_synthetic_graph), cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_syntax_errors),   cmocka_unit_test(test_io_and_arg_errors),
-        cmocka_unit_test(test_own_graph_exact), cmocka_unit_test(test_own_graph_mutations),
+        cmocka_unit_test(test_synthetic_graph),     cmocka_unit_test(test_node_sources),
+        cmocka_unit_test(test_malformed),           cmocka_unit_test(test_syntax_errors),
+        cmocka_unit_test(test_io_and_arg_errors),   cmocka_unit_test(test_own_graph_exact),
+        cmocka_unit_test(test_own_graph_mutations),
     };
     const struct CMUnitTest real[] = {
         cmocka_unit_test(test_real_files_import), cmocka_unit_test(test_tinyyolov3_exact),
