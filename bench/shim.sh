@@ -14,8 +14,9 @@
 # Then the memory rows (issue 9): realloc growth (bench/tlsan_realloc_grow: one buffer grown to
 # 16 MiB in 4 KiB steps, 10 times), timed like the rest, and the peak resident set (the
 # largest process of the run, /usr/bin/time %M) of sqlite3 on a generated workload and of
-# gcc -O2 -c (cc1) on the preprocessed shim/engine/engine.c, natively, under the shim's defaults and
-# with quarantine_mb=64; their output (sqlite3's rows, the object file) must be the native one.
+# gcc -O2 -c (cc1) on the preprocessed shim/engine/op.c (engine.c before its split), natively,
+# under the shim's defaults and with quarantine_mb=64; their output (sqlite3's rows, the object
+# file) must be the native one.
 #
 # Environment: TLSAN_BENCH_SECTIONS ("overhead memory": which parts to run),
 # TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
@@ -190,7 +191,7 @@ SELECT count(*), sum(length(b)), avg(c) FROM t WHERE b > '8';
 SELECT b FROM t ORDER BY b LIMIT 3 OFFSET 1000;
 SQL
     cc -E -std=c11 -D_GNU_SOURCE -DUNW_LOCAL_ONLY -I"$src/include" -I"$src/shim" -I"$src/src" \
-        "$src/shim/engine/engine.c" -o "$tmp/engine.i"
+        "$src/shim/engine/op.c" -o "$tmp/engine.i"
     echo
     echo "### peak resident set"
     echo

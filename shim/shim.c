@@ -255,7 +255,7 @@ void shim_init(void)
     t_initing = 0;
 }
 
-/* The annotation API's probe (tlsan.h); the other tlsan_rt_* live in engine.c. */
+/* The annotation API's probe (tlsan.h); the other tlsan_rt_* live in shim/engine/. */
 __attribute__((visibility("default"))) int tlsan_rt_active(void)
 {
     return shim_active();
