@@ -739,6 +739,26 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
+/* glibc exports its allocator a second time under __libc_* names, and some programs call
+ * those directly (a malloc wrapper reaching "the real one"). Left alone they would reach
+ * glibc's heap with our blocks and ours with glibc's: a false invalid-free, or glibc's abort
+ * on a pointer it never made. Aliases, not wrappers, so the stacks keep the same frames (gcc
+ * would want glibc's declaration attributes repeated on each alias; they change no code). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+EXPORT void *__libc_malloc(size_t n) __attribute__((alias("malloc")));
+EXPORT void __libc_free(void *p) __attribute__((alias("free")));
+EXPORT void *__libc_calloc(size_t count, size_t size) __attribute__((alias("calloc")));
+EXPORT void *__libc_realloc(void *p, size_t n) __attribute__((alias("realloc")));
+EXPORT void *__libc_memalign(size_t align, size_t n) __attribute__((alias("memalign")));
+EXPORT void *__libc_valloc(size_t n) __attribute__((alias("valloc")));
+EXPORT void *__libc_pvalloc(size_t n) __attribute__((alias("pvalloc")));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 EXPORT size_t malloc_usable_size(void *p)
 {
     if (!p)

@@ -20,7 +20,9 @@
  *   dlopen-tls LIB  4 threads load LIB (lib_tls.c), use its thread-locals, free what they
  *            allocated and unload it, 300 times each
  *   forklog DIR  renames DIR/log-dir to DIR/moved (where the parent's log_path file is), then
- *            forks a child that frees a block twice */
+ *            forks a child that frees a block twice
+ *   libc-names  mixes glibc's exported __libc_malloc family with malloc/free both ways (a
+ *            block from one freed or resized by the other), contents checked */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -623,6 +625,54 @@ static void mode_forklog(const char *dir)
     printf("forklog child %d status %d\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/* glibc exports its allocator under these names too; some programs and libraries call them
+ * directly (to reach "the real malloc" from their own malloc wrapper, say). */
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+extern void __libc_free(void *p);
+
+static void mode_libc_names(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *a = __libc_malloc(100);
+    CHECK(a != NULL, "__libc_malloc");
+    memset(a, 'a', 100);
+    a = realloc(a, 300);
+    CHECK(a && a[99] == 'a', "realloc of a __libc_malloc block keeps its bytes");
+    free(a);
+
+    char *b = malloc(100);
+    memset(b, 'b', 100);
+    b = __libc_realloc(b, 5000);
+    CHECK(b && b[0] == 'b' && b[99] == 'b', "__libc_realloc of a malloc block keeps its bytes");
+    __libc_free(b);
+
+    unsigned char *c = __libc_calloc(64, 8);
+    int zero = 1;
+    for (int i = 0; c && i < 512; i++)
+        zero &= c[i] == 0;
+    CHECK(c && zero, "__libc_calloc gives zeroed bytes");
+    free(c);
+
+    void *d = __libc_memalign(256, 100);
+    CHECK(d && ((uintptr_t)d & 255) == 0, "__libc_memalign aligns");
+    free(d);
+    void *e = __libc_valloc(10);
+    CHECK(e && ((uintptr_t)e & (page - 1)) == 0, "__libc_valloc aligns to a page");
+    __libc_free(e);
+    void *f = __libc_pvalloc(10);
+    CHECK(f && ((uintptr_t)f & (page - 1)) == 0, "__libc_pvalloc aligns to a page");
+    free(f);
+    void *g = malloc(40);
+    __libc_free(g);
+    if (!failures)
+        printf("libc-names ok\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quick";
@@ -653,6 +703,8 @@ int main(int argc, char **argv)
         mode_forkfind();
     else if (strcmp(mode, "forklog") == 0)
         mode_forklog(arg);
+    else if (strcmp(mode, "libc-names") == 0)
+        mode_libc_names();
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;

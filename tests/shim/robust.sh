@@ -55,6 +55,15 @@ for opts in "trace=0" "$cheap"; do
     expect_eq "$err" "" "limits ($opts): no report"
 done
 
+# glibc's second names for its allocator (__libc_malloc, __libc_free, ...) mixed with malloc
+# and free both ways: natively and under the shim the same output, no report.
+native=$("$prog" libc-names 2>&1)
+expect_eq "$native" "libc-names ok" "libc-names natively"
+run "trace=0" "$prog" libc-names
+expect_rc 0 "libc-names"
+expect_eq "$out" "libc-names ok" "libc-names under the shim"
+expect_eq "$err" "" "libc-names: no report"
+
 # Little address space (ulimit -v): the shim's own mappings are small and grow as needed,
 # and when the real allocator fails the quarantine is emptied and the request retried, so a
 # program that fits natively still fits.
