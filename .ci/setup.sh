@@ -6,6 +6,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang-format   # toolchain, formatting check
+  clang libclang-rt-14-dev                        # ThreadSanitizer tier (.ci/test.sh), fuzzing
   libyajl-dev libcmocka-dev libxxhash-dev libunwind-dev libdw-dev valgrind  # the project's libraries
   libflatbuffers-dev flatbuffers-compiler         # ExecuTorch programs: flatc writes the reader
   jq python3 time                                 # test scripts and benchmarks

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds tlsan and runs every test: the normal build, then the checker's suite again under
-# AddressSanitizer + UBSan, then the formatting check.
+# Builds tlsan and runs every test: the normal build, then the suite again under
+# AddressSanitizer + UBSan (the checker, the CLI and the shim's unit tests), then the shim's
+# unit tests under ThreadSanitizer, then the formatting check. libtlsan.so and the scripts that
+# preload it run in the normal build only: an LD_PRELOAD interposer of malloc cannot run
+# under ASan or TSan, whose runtimes replace malloc themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The last line says how it ended, so a failure is not buried under the skip notes.
@@ -8,7 +11,9 @@ trap 'rc=$?; [ "$rc" = 0 ] || echo "== FAILED (exit status $rc): see the first F
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # test_nomem brings its own fault-injecting allocator, which AddressSanitizer's replaces: it
-# skips in that build and runs in the normal one.
+# skips in that build and runs in the normal one. cli_options, cli_log_path and
+# cli_run_native run programs under libtlsan.so, which the sanitizer build does not have:
+# they skip there too.
 # Tests that may skip: they need the prebuilt ggml and llama.cpp that .ci/fetch-ggml.sh
 # fetches from the npm registry into .deps/ggml (and whisper.node into .deps/whisper), so a
 # machine without network access has none. Any other skipped test fails this script: a plain clone tests itself.
@@ -62,7 +67,18 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTLSAN_SANITIZE=ON -DTLSAN_BU
 cmake --build build-asan -j"$jobs"
 echo "== tests under AddressSanitizer + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run_ctest build-asan test_nomem -E '^cli_install$'
+  run_ctest build-asan "test_nomem cli_options cli_log_path cli_run_native" -E '^cli_install$'
+
+# Only the shim's unit tests (and what they link) are built: they are the threaded code.
+# With clang: gcc 12's libtsan crashes at thread exit when libunwind's per-thread cache
+# destructor (which takes a mutex) runs after TSan has finished the thread; clang's runtime
+# does not.
+echo "== build (ThreadSanitizer: the shim's unit tests)"
+CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTLSAN_TSAN=ON \
+  -DTLSAN_BUILD_BENCH=OFF -DTLSAN_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-tsan -j"$jobs" --target shim_unit_tests
+echo "== the shim's unit tests under ThreadSanitizer"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan "" -R '^shim_test_'
 
 echo "== formatting (clang-format)"
 files=$(git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 'shim/*.c' 'shim/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 'examples/*.c' 'examples/*.h' 2>/dev/null || true)

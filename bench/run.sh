@@ -5,8 +5,8 @@
 # bench/tlsan_naive_check (cmake -S . -B build && cmake --build build -j2).
 # For each plan shape and size it generates a plan with a few injected bugs (tlsan_gen_plan
 # --shape: current, seq, streams, dataflow, branchy, cache, views; see its --help), times the
-# WHOLE `tlsan check --format json` process (JSON parse included; best of TLSAN_BENCH_REPEAT
-# runs, peak RSS the largest), checks that the findings are exactly the generator's expected
+# WHOLE `tlsan check --format json` process (JSON parse included; best and median of
+# TLSAN_BENCH_REPEAT runs, peak RSS the largest), checks that the findings are exactly the generator's expected
 # ones (PLAN.json.expected), and for the current shape at the sizes the naive all-pairs
 # baseline finishes (<= 10^5 roots) reports the ratio. A run over TLSAN_BENCH_TIMEOUT seconds
 # is stopped and counts as failed. Prints one markdown table and the targets; exits 1 when
@@ -15,7 +15,8 @@
 # Environment: TLSAN_BENCH_SHAPES ("current seq streams dataflow branchy cache views"),
 # TLSAN_BENCH_SIZES ("10000 100000 1000000"), TLSAN_BENCH_SEED (1), TLSAN_BENCH_INJECT (5),
 # TLSAN_BENCH_REPEAT (3), TLSAN_BENCH_TIMEOUT (60), TLSAN_BENCH_NAIVE_MAX (100000),
-# TLSAN_BENCH_DIR (a temporary directory, removed afterwards unless given),
+# TLSAN_BENCH_DIR (a temporary directory, removed afterwards unless given), TLSAN_BENCH_TLSAN
+# (the tlsan binary to time, default BUILD_DIR/tlsan: an older build for a before/after),
 # TLSAN_BENCH_GEN_FLAGS (extra tlsan_gen_plan flags, e.g. "--no-shapes" or "--lifetimes").
 set -euo pipefail
 
@@ -29,7 +30,7 @@ limit=${TLSAN_BENCH_TIMEOUT:-60}
 naive_max=${TLSAN_BENCH_NAIVE_MAX:-100000}
 read -r -a gen_flags <<<"${TLSAN_BENCH_GEN_FLAGS:-}"
 
-tlsan=$build/tlsan
+tlsan=${TLSAN_BENCH_TLSAN:-$build/tlsan}
 gen=$build/bench/tlsan_gen_plan
 naive=$build/bench/tlsan_naive_check
 for tool in "$tlsan" "$gen" "$naive"; do
@@ -65,7 +66,8 @@ echo "# tlsan check benchmark"
 echo
 echo "machine: $(nproc) cores, ${cpu:-unknown CPU}, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
     "seed $seed, $inject injected bugs per plan, generator flags: ${TLSAN_BENCH_GEN_FLAGS:-none};" \
-    "check time = best of $repeat whole-process runs of \`tlsan check --format json\`"
+    "check time = best of $repeat whole-process runs of \`tlsan check --format json\`" \
+    "(tlsan: $tlsan)"
 echo
 
 failed=0
@@ -90,6 +92,7 @@ for shape in $shapes; do
         [[ -s $expected ]] && want_status=1
 
         best="" best_cpu="-" peak_kb=0 status_ok=1
+        times=()
         for ((r = 0; r < repeat; r++)); do
             t0=$EPOCHREALTIME
             set +e
@@ -108,6 +111,7 @@ for shape in $shapes; do
                 best="> $limit" best_cpu="-" status_ok=0
                 break
             fi
+            times+=("$s")
             if [[ -z $best ]] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then
                 best=$s best_cpu=$cpu_s
             fi
@@ -119,6 +123,12 @@ for shape in $shapes; do
                 break
             fi
         done
+
+        # the median run: steadier than the best one when other work loads the machine
+        median="-"
+        if ((status_ok)) && ((${#times[@]} > 0)); then
+            median=$(printf '%s\n' "${times[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+        fi
 
         got=$work/got-$shape-$n.txt
         verdict="ok"
@@ -162,7 +172,7 @@ for shape in $shapes; do
             fi
             ((status_ok)) && speedup=$(ratio "$naive_s" "$best")
         fi
-        rows+=("| $shape | $n | $n_ops | $plan_mb | $gen_s | $best | $best_cpu | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $speedup |")
+        rows+=("| $shape | $n | $n_ops | $plan_mb | $gen_s | $best | $median | $best_cpu | $growth | $rss_mb | $bpr | $n_got/$n_expected $verdict | $naive_s | $speedup |")
         if [[ $n == 1000000 ]]; then t_1e6=$best bpr_1e6=$bpr; fi
         if ((status_ok)); then prev_n=$n prev_t=$best; else prev_n="" prev_t="" stopped=1; fi
     done
@@ -184,11 +194,12 @@ for shape in $shapes; do
     summary+=("$line")
 done
 
-echo "| shape | roots | ops | plan MB | generate s | tlsan check s | its CPU s | growth | peak RSS MB | bytes/root | findings (got/expected) | naive pair loop s | naive / tlsan |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
+echo "| shape | roots | ops | plan MB | generate s | tlsan check s | median s | its CPU s | growth | peak RSS MB | bytes/root | findings (got/expected) | naive pair loop s | naive / tlsan |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
 echo
-echo "tlsan check s: wall time of the whole process, best run; its CPU s: user+sys of that run" \
+echo "tlsan check s: wall time of the whole process, best run; median s: the median run's;" \
+    "its CPU s: user+sys of the best run" \
     "(less disturbed by other load on the machine). growth: check time over the previous size's." \
     "naive: all pairs with the seed rule (current shape), only its pair loop timed."
 echo

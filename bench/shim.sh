@@ -8,8 +8,11 @@
 #     and read);
 #   - examples/engine/engine (the annotated example engine, thread-pool executor, repeated).
 # Wall time (date, ns) and CPU time (/usr/bin/time, user + system of all threads, 10 ms
-# resolution) are each the best of TLSAN_BENCH_REPEAT runs (default 5; Valgrind: 1 run). Every run's
-# output must equal the native run's (the shim must not change results); a mismatch fails.
+# resolution) are each the median of TLSAN_BENCH_REPEAT runs (default 5; Valgrind: 1 run), the
+# runs of one program's configurations interleaved (round r runs every configuration once), so
+# that a change in the machine's load (other builds in parallel) touches them all alike; the
+# load average is printed with each table. Every run's output must equal the native run's
+# (the shim must not change results); a mismatch fails.
 #
 # Then the memory rows (issue 9): realloc growth (bench/tlsan_realloc_grow: one buffer grown to
 # 16 MiB in 4 KiB steps, 10 times), timed like the rest, and the peak resident set (the
@@ -21,7 +24,9 @@
 # Environment: TLSAN_BENCH_SECTIONS ("overhead memory": which parts to run),
 # TLSAN_BENCH_REPEAT (5), TLSAN_BENCH_HEAVY_N (4000000),
 # TLSAN_BENCH_ENGINE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"),
-# TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it).
+# TLSAN_BENCH_VALGRIND (1: include Valgrind; 0: skip it), TLSAN_BENCH_SAMPLING (options that
+# force guarded sampling, e.g. its rate: adds that row; empty: none), TLSAN_BENCH_LLAMA (0: skip
+# the llama.cpp decode and bench/fork.sh).
 set -euo pipefail
 
 build=${1:-build}
@@ -52,33 +57,35 @@ trap 'rm -rf "$tmp"' EXIT
     "$src"/examples/engine/*.c -o "$tmp/engine-asan" -lm -lpthread
 
 
-# time_run LABEL EXPECTED_OUTPUT_FILE RUNS ENV... -- CMD...: prints "WALL CPU", the best wall
-# seconds and the best CPU seconds (user + system, all threads) over the runs, and checks the
-# output. CPU time is the steadier figure on a shared machine.
-time_run() {
-    local label=$1 expect=$2 runs=$3
-    shift 3
+# run_once LABEL EXPECTED_OUTPUT_FILE ENV... -- CMD...: one run; appends "WALL CPU" (seconds;
+# CPU = user + system, all threads) to $tmp/times.LABEL and checks the output.
+run_once() {
+    local label=$1 expect=$2
+    shift 2
     local envs=()
     while [[ $1 != -- ]]; do envs+=("$1"); shift; done
     shift
-    local best="" best_cpu=""
-    for ((r = 0; r < runs; r++)); do
-        local t0 t1
-        t0=$(date +%s%N)
-        /usr/bin/time -f "%U %S" -o "$tmp/time" env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
-            echo "bench/shim.sh: $label failed:" >&2; cat "$tmp/err" >&2; exit 1; }
-        t1=$(date +%s%N)
-        if [[ -n $expect ]] && ! cmp -s "$tmp/out" "$expect"; then
-            echo "bench/shim.sh: $label changed the program's output" >&2
-            diff "$expect" "$tmp/out" | head >&2
-            exit 1
-        fi
-        read -r best best_cpu < <(awk -v best="$best" -v bc="$best_cpu" -v ns=$((t1 - t0)) '
-            { w = ns / 1e9; c = $1 + $2 }
-            END { if (best == "" || w < best) best = w; if (bc == "" || c < bc) bc = c;
-                  printf "%.3f %.3f\n", best, bc }' "$tmp/time")
-    done
-    echo "$best $best_cpu"
+    local t0 t1
+    t0=$(date +%s%N)
+    /usr/bin/time -f "%U %S" -o "$tmp/time" env "${envs[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || {
+        echo "bench/shim.sh: $label failed:" >&2; cat "$tmp/err" >&2; exit 1; }
+    t1=$(date +%s%N)
+    if [[ -n $expect ]] && ! cmp -s "$tmp/out" "$expect"; then
+        echo "bench/shim.sh: $label changed the program's output" >&2
+        diff "$expect" "$tmp/out" | head >&2
+        exit 1
+    fi
+    awk -v ns=$((t1 - t0)) '{ printf "%.3f %.3f\n", ns / 1e9, $1 + $2 }' "$tmp/time" \
+        >>"$tmp/times.${label//[^A-Za-z0-9]/_}"
+}
+
+# median_of LABEL: "WALL CPU", each the median of the label's runs.
+median_of() {
+    local f=$tmp/times.${1//[^A-Za-z0-9]/_}
+    local w c
+    w=$(cut -d' ' -f1 "$f" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+    c=$(cut -d' ' -f2 "$f" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+    echo "$w $c"
 }
 
 off="fill=0:quarantine_mb=0:redzone=0:stack_depth=0:checksum=off:trace=0"
@@ -89,47 +96,63 @@ configs=(
     "shim, fills on (defaults)|LD_PRELOAD=$shim|TLSAN_OPTIONS=trace_path=$tmp/t.trace"
     "shim, checksum=all|LD_PRELOAD=$shim|TLSAN_OPTIONS=checksum=all:trace_path=$tmp/t.trace"
 )
+if [[ -n ${TLSAN_BENCH_SAMPLING:-} ]]; then
+    configs+=("shim, guarded sampling ($TLSAN_BENCH_SAMPLING)|LD_PRELOAD=$shim|TLSAN_OPTIONS=$TLSAN_BENCH_SAMPLING:trace_path=$tmp/t.trace")
+fi
 
 # row LABEL "WALL CPU" "BASE_WALL BASE_CPU"
 row() {
     awk -v l="$1" -v t="$2" -v b="$3" 'BEGIN { split(t, x, " "); split(b, y, " ");
-        printf "| %s | %.3f | %.2fx | %.3f | %.2fx |\n", l, x[1], x[1] / y[1], x[2], x[2] / y[2] }'
+        printf "| %s | %.3f | %s | %.3f | %s |\n", l, x[1], ratio(x[1], y[1]), x[2], ratio(x[2], y[2]) }
+        function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }'
 }
 
+# bench_program NAME ASAN_BINARY CMD...: the table of one program, every configuration (and
+# the ASan build) run once per round, TLSAN_BENCH_REPEAT rounds; Valgrind once after them.
 bench_program() {
     local name=$1 asan=$2
     shift 2
     local native_out=$tmp/native-$name.out
     "$@" >"$native_out"
-    local base=""
+    rm -f "$tmp"/times.*
+    local load_before
+    load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+    for ((r = 0; r < repeat; r++)); do
+        for c in "${configs[@]}"; do
+            IFS='|' read -r label e1 e2 <<<"$c"
+            local envs=(TLSAN_BENCH=1)
+            [[ -n $e1 ]] && envs+=("$e1")
+            [[ -n $e2 ]] && envs+=("$e2")
+            run_once "$label" "$native_out" "${envs[@]}" -- "$@"
+        done
+        [[ -n $asan ]] && run_once asan "$native_out" ASAN_OPTIONS=detect_leaks=0 -- "$asan" "${@:2}"
+    done
+    local with_vg=0
+    if [[ -n $asan && $with_valgrind == 1 ]] && command -v valgrind >/dev/null; then
+        run_once valgrind "$native_out" TLSAN_BENCH=1 -- valgrind -q --tool=memcheck "$@"
+        with_vg=1
+    fi
     echo
     echo "### $name: \`$(basename "$1") ${*:2}\`"
     echo
+    echo "Medians of $repeat interleaved rounds (Valgrind: 1 run); load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after."
+    echo
     echo "| configuration | wall s | vs native | CPU s | vs native |"
     echo "|---|---:|---:|---:|---:|"
+    local base=""
     for c in "${configs[@]}"; do
         IFS='|' read -r label e1 e2 <<<"$c"
-        local envs=(TLSAN_BENCH=1)
-        [[ -n $e1 ]] && envs+=("$e1")
-        [[ -n $e2 ]] && envs+=("$e2")
         local t
-        t=$(time_run "$label" "$native_out" "$repeat" "${envs[@]}" -- "$@")
+        t=$(median_of "$label")
         [[ -z $base ]] && base=$t
         row "$label" "$t" "$base"
     done
-    local t
-    if [[ -n $asan ]]; then
-        t=$(time_run "AddressSanitizer build" "$native_out" "$repeat" ASAN_OPTIONS=detect_leaks=0 -- "$asan" "${@:2}")
-        row "AddressSanitizer build (-O2)" "$t" "$base"
-    fi
-    if [[ -n $asan && $with_valgrind == 1 ]] && command -v valgrind >/dev/null; then
-        t=$(time_run "valgrind" "$native_out" 1 TLSAN_BENCH=1 -- valgrind -q --tool=memcheck "$@")
-        row "Valgrind memcheck" "$t" "$base"
-    fi
+    [[ -n $asan ]] && row "AddressSanitizer build (-O2)" "$(median_of asan)" "$base"
+    [[ $with_vg == 1 ]] && row "Valgrind memcheck" "$(median_of valgrind)" "$base"
 }
 
 if [[ $sections == *overhead* ]]; then
-echo "## Shim overhead, $(date -u +%Y-%m-%d), $(nproc) cores, best of $repeat"
+echo "## Shim overhead, $(date -u +%Y-%m-%d), $(nproc) cores, medians of $repeat"
 bench_program malloc_heavy "$tmp/heavy-asan" "$heavy" "$heavy_n"
 bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
 
@@ -138,7 +161,10 @@ bench_program engine "$tmp/engine-asan" "$engine" "${engine_args[@]}"
 # default (shared) and "all" also compute node by node with checksums. No ASan build or
 # Valgrind run: libllama is prebuilt.
 llama=$build/examples/llama/llama_decode_tiny
-if [[ -x $llama ]]; then
+if [[ ${TLSAN_BENCH_LLAMA:-1} == 0 ]]; then
+    echo
+    echo "(llama.cpp decode and fork skipped: TLSAN_BENCH_LLAMA=0)"
+elif [[ -x $llama ]]; then
     "$build/examples/llama/tiny_gguf" "$tmp/tiny.gguf" >/dev/null
     configs=(
         "native||"
@@ -152,7 +178,7 @@ else
     echo "(no $llama: run .ci/fetch-ggml.sh and re-run cmake to include the llama.cpp decode)"
 fi
 # fork() from a multi-threaded program (issue 9, part 6).
-bash "$src/bench/fork.sh" "$build"
+[[ ${TLSAN_BENCH_LLAMA:-1} == 0 ]] || bash "$src/bench/fork.sh" "$build"
 fi
 
 if [[ $sections == *memory* ]]; then

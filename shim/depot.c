@@ -1,14 +1,13 @@
 /* depot.c - the stack depot.
  *
- * Stacks are captured with cfi_backtrace (the frames' .eh_frame rules, remembered: a few ns a
- * frame), or where a frame's rule is not a plain one with unw_backtrace (libunwind's fast path,
- * about 130 ns even for a short stack; an unw_step loop costs much more), and interned
+ * Stacks are captured with unw_backtrace (libunwind's fast path, which caches each code
+ * address's unwind rule; about 40-70 ns for a short stack; an unw_step loop costs much more),
+ * and interned
  * by their hash. Storage is mmap'd: an open-addressing table of ids keyed by hash and an
  * index id -> record (reserved once, MAP_NORESERVE, about 5 MiB of address space), and the
  * records, bump-allocated in 1 MiB chunks mapped as needed. Records never move or change once
  * published, so lookups are lock-free (acquire loads); inserts take one lock. */
 #include "depot.h"
-#include "cfi.h"
 #include "lock.h"
 #include "modules.h"
 #include "out.h"
@@ -162,22 +161,17 @@ __attribute__((noinline)) uint32_t depot_capture(unsigned skip)
         return 0;
     if (depth > DEPOT_MAX_FRAMES)
         depth = DEPOT_MAX_FRAMES;
-    /* Frame 0 of either walk is this function (it is noinline); frame 1 its caller. */
+    /* Frame 0 of the walk is this function (it is noinline); frame 1 its caller. */
     void *buf[DEPOT_MAX_FRAMES + 8];
     skip += 1;
     unsigned want = depth + skip;
     if (want > sizeof buf / sizeof buf[0])
         want = sizeof buf / sizeof buf[0];
     t_capturing = 1;
-    /* The fast walk when every frame's rule is a plain one (cfi.h), else libunwind's: the
-     * same frames either way. */
-    int n = cfi_backtrace(buf, (int)want);
-    if (n < 0) {
-        unwind_setup(); /* done at initialisation; here for the unit tests, which link no init */
-        unwind_capture_begin();
-        n = unw_backtrace(buf, (int)want);
-        unwind_capture_end();
-    }
+    unwind_setup(); /* done at initialisation; here for the unit tests, which link no init */
+    unwind_capture_begin();
+    int n = unw_backtrace(buf, (int)want);
+    unwind_capture_end();
     t_capturing = 0;
     /* A stack starts where the program called in: frames still inside libtlsan.so (a hook,
      * an adapter's wrapper) say nothing to the user, whatever skip the caller guessed. */

@@ -4,6 +4,7 @@
  * allocation hook may use it: this formatter covers the conversions the reports need and
  * writes into a caller's fixed buffer, truncating silently. */
 #include "out.h"
+#include "core/options.h"
 #include "lock.h"
 
 #include <errno.h>
@@ -17,6 +18,10 @@
 static int g_fd = 2;
 static struct out_fd_id g_fd_id; /* of g_fd when it is the log file (g_fd > 2) */
 static shim_lock g_write_lock = SHIM_LOCK_INIT;
+/* log_path, until the first write opens PATH.PID (then ""): a process that reports nothing
+ * leaves no file and holds no descriptor, as with AddressSanitizer. Read and cleared under
+ * the write lock, like g_fd. */
+static char g_log_path[OPTIONS_STR_MAX_BYTES + 1];
 
 static void put_char(struct outbuf *b, char c)
 {
@@ -260,22 +265,33 @@ bool out_fd_still(int fd, const struct out_fd_id *id)
 
 void out_open_log(const char *path)
 {
-    if (!path || !path[0])
-        return;
-    char name[512];
-    struct outbuf b = {name, 0, sizeof name};
-    out_appendf(&b, "%s.%d", path, (int)getpid());
-    int fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     /* In a forked child g_fd is the parent's file: it is not the child's to write. */
     int old = g_fd;
     bool old_ours = old > 2 && out_fd_still(old, &g_fd_id);
     g_fd = 2;
     if (old_ours)
         close(old);
+    out_copy_str(g_log_path, sizeof g_log_path, path ? path : "");
+}
+
+/* At the first write: PATH.PID opened as the report fd, or one line and stderr. Only
+ * system calls (open, fstat, fcntl, rlimits): a first report may be made in a signal
+ * handler. Called under the write lock. */
+static void open_log_now(void)
+{
+    char name[OPTIONS_STR_MAX_BYTES + 32];
+    struct outbuf b = {name, 0, sizeof name};
+    out_appendf(&b, "%s.%d", g_log_path, (int)getpid());
+    g_log_path[0] = '\0';
+    int fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         /* errno as a number: strerror may allocate (translations). */
-        out_printf("tlsan: cannot open log_path file '%s' (errno %d); reporting to stderr\n", name,
-                   errno);
+        char line[sizeof name + 96];
+        struct outbuf m = {line, 0, sizeof line};
+        out_appendf(&m, "tlsan: cannot open log_path file '%s' (errno %d); reporting to stderr\n",
+                    name, errno);
+        ssize_t ignored = write(2, m.data, m.len);
+        (void)ignored;
         return;
     }
     g_fd = out_fd_park(fd, &g_fd_id);
@@ -295,7 +311,10 @@ static void check_log_fd(void)
 
 void out_write(const char *data, size_t len)
 {
-    check_log_fd();
+    if (g_log_path[0])
+        open_log_now();
+    else
+        check_log_fd();
     while (len) {
         ssize_t n = write(g_fd, data, len);
         if (n < 0) {

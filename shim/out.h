@@ -42,12 +42,14 @@ int out_fd_park(int fd, struct out_fd_id *id);
 /* True when fd is still open on the file recorded in id. */
 bool out_fd_still(int fd, const struct out_fd_id *id);
 
-/* The report fd: stderr, or the log_path file (opened at init). */
+/* The report fd: stderr, or the log_path file (once the first write opened it). */
 int out_fd(void);
-/* Opens PATH.PID (O_APPEND) as the report fd when path is not empty; on failure prints one
- * line and reports to stderr (in a forked child: not to the parent's file). Called by
- * shim_init, and again in a forked child. When the program closes the file's fd (or it
- * then names another file), reports go to stderr from then on, after one line. */
+/* Reports go to PATH.PID (O_APPEND) when path is not empty: opened by the first write, so a
+ * process that writes nothing creates no file and holds no fd; when it cannot be opened,
+ * one line and stderr. Drops the current log file (in a forked child: the parent's, not the
+ * child's to write). Called by shim_init, and again in a forked child. When the program
+ * closes the file's fd (or it then names another file), reports go to stderr from then on,
+ * after one line. */
 void out_open_log(const char *path);
 /* Sets the report fd directly (tests). */
 void out_set_fd(int fd);

@@ -52,7 +52,7 @@ static struct report g_slots[REPORT_SLOTS];
 static atomic_ullong g_count;
 static __thread int t_in_report __attribute__((tls_model("initial-exec")));
 
-static struct report *begin(const char *kind, int symbolize, const char *fmt, va_list ap)
+static struct report *begin(tlsan_kind kind, int symbolize, const char *fmt, va_list ap)
 {
     if (t_in_report)
         return NULL;
@@ -68,12 +68,14 @@ static struct report *begin(const char *kind, int symbolize, const char *fmt, va
             sched_yield();
     }
     r->symbolize = symbolize;
-    out_copy_str(r->kind, sizeof r->kind, kind);
+    out_copy_str(r->kind, sizeof r->kind, tlsan_kind_name(kind));
     struct outbuf m = {r->message, 0, sizeof r->message};
     m.data[0] = '\0';
     out_vappendf(&m, fmt, ap);
     r->b = (struct outbuf){r->text, 0, sizeof r->text};
-    out_appendf(&r->b, "==%d==ERROR: tlsan: %s %s\n", (int)getpid(), r->kind, r->message);
+    /* The kinds table's severity, as tlsan check and tlsan replay print it. */
+    const char *level = tlsan_kind_severity(kind) == TLSAN_SEVERITY_WARNING ? "WARNING" : "ERROR";
+    out_appendf(&r->b, "==%d==%s: tlsan: %s %s\n", (int)getpid(), level, r->kind, r->message);
     r->n_names = 0;
     r->n_stacks = 0;
     r->fault_stacks = 0;
@@ -84,7 +86,7 @@ struct report *report_begin(tlsan_kind kind, int symbolize, const char *fmt, ...
 {
     va_list ap;
     va_start(ap, fmt);
-    struct report *r = begin(tlsan_kind_name(kind), symbolize, fmt, ap);
+    struct report *r = begin(kind, symbolize, fmt, ap);
     va_end(ap);
     return r;
 }

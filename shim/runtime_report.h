@@ -1,6 +1,7 @@
 /* report.h - runtime findings in the AddressSanitizer layout:
  *
- *   ==PID==ERROR: tlsan: KIND on TENSOR-OR-ADDRESS ...      (the headline)
+ *   ==PID==ERROR: tlsan: KIND on TENSOR-OR-ADDRESS ...      (the headline; WARNING: for a
+ *                                                            warning kind of the table)
  *   ... free-form lines and stacks ...
  *   SUMMARY: tlsan: KIND ...
  *

@@ -173,6 +173,21 @@ static void print_active_line(void)
     out_unlock();
 }
 
+/* Findings turn an exit status of 0 into `exitcode`; any other status stays the program's
+ * (a failing program still fails, whatever exitcode says). The status is known only to exit
+ * handlers: this one, registered at init, runs after _dl_fini (registered later, at the
+ * program's start) has run the destructor, which leaves the decision here. */
+static atomic_bool g_exit_hooked, g_exit_findings;
+
+static void exit_status_hook(int status, void *arg)
+{
+    (void)arg;
+    if (status == 0 && atomic_load(&g_exit_findings)) {
+        fflush(NULL);
+        shim_real_exit(g_opts.exitcode);
+    }
+}
+
 static void init_once(void)
 {
     if (shim_interpose_resolve)
@@ -203,7 +218,9 @@ static void init_once(void)
             return;
         }
         atomic_store_explicit(&g_tracking, true, memory_order_release);
-        under = sanitizer_present();
+        /* Only an interposer of malloc is in a sanitizer's way: the unit tests link the
+         * shim without interpose.c, and run under AddressSanitizer and ThreadSanitizer. */
+        under = shim_interpose_resolve ? sanitizer_present() : NULL;
     }
     if (under) {
         out_printf("==%d==tlsan: running under %s; the shim passes through (no checks, no "
@@ -223,6 +240,8 @@ static void init_once(void)
         shim_fail("pthread_atfork failed");
         return;
     }
+    if (on_exit(exit_status_hook, NULL) == 0)
+        atomic_store(&g_exit_hooked, true);
     if (g_opts.verbosity >= 1)
         print_active_line();
     int expect = SHIM_INITING;
@@ -274,14 +293,22 @@ __attribute__((constructor)) static void shim_constructor(void)
  * a write after free followed by _exit is found too. */
 static atomic_int g_exit_checked;
 
-void shim_exit_quick_checks(void)
+/* The heap's last checks, once per process: what is in quarantine and the redzones of what
+ * is still live. */
+static void verify_heap_once(void)
 {
-    if (!shim_active() || atomic_load(&g_owner_pid) != (int)syscall(SYS_getpid) ||
-        atomic_exchange(&g_exit_checked, 1))
+    if (atomic_exchange(&g_exit_checked, 1))
         return;
-    bool entered = shim_enter();
     heap_verify_quarantine(1);
     heap_verify_live(1);
+}
+
+void shim_exit_quick_checks(void)
+{
+    if (!shim_active() || atomic_load(&g_owner_pid) != (int)syscall(SYS_getpid))
+        return;
+    bool entered = shim_enter();
+    verify_heap_once();
     if (entered)
         shim_leave();
 }
@@ -291,10 +318,7 @@ void shim_exit_checks(void)
     if (!shim_active())
         return;
     bool entered = shim_enter();
-    if (!atomic_exchange(&g_exit_checked, 1)) {
-        heap_verify_quarantine(1);
-        heap_verify_live(1);
-    }
+    verify_heap_once();
     uint64_t n = report_count();
     if (g_opts.verbosity >= 1) {
         struct heap_stats st;
@@ -312,8 +336,11 @@ void shim_exit_checks(void)
     trace_close(n);
     if (entered)
         shim_leave();
-    if (n) {
-        /* _exit skips stdio's flush, which exit() does only after this destructor. */
+    if (n && atomic_load(&g_exit_hooked)) {
+        atomic_store(&g_exit_findings, true);
+    } else if (n) {
+        /* No exit status to go by: findings decide. _exit skips stdio's flush, which
+         * exit() does only after this destructor. */
         fflush(NULL);
         shim_real_exit(g_opts.exitcode);
     }

@@ -48,8 +48,8 @@ bool shim_tracking(void);
 void shim_interpose_resolve(void) __attribute__((weak));
 
 /* The end-of-process checks from the shim's destructor: the quarantine verified (unless
- * shim_exit_quick_checks did), the summary, the trace closed, findings made the exit status
- * (may end the process with the exitcode option). */
+ * shim_exit_quick_checks did), the summary, the trace closed; with findings, an exit status
+ * of 0 then becomes the exitcode option (a later exit handler, see shim.c). */
 void shim_exit_checks(void);
 /* From the program's _exit and _Exit (interpose.c), which skip destructors: only the
  * quarantine verified, so a write after free followed by _exit is reported and recorded; the

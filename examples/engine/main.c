@@ -128,7 +128,7 @@ int main(int argc, char **argv)
                    val) {
             char *end;
             long v = strtol(val, &end, 10);
-            if (*end || v < 1 || v > 4096)
+            if (*end || v < 1 || v > 1000000)
                 goto bad;
             *(a[2] == 's' ? &seq : a[2] == 'h' ? &hid : &repeat) = v;
             i++;

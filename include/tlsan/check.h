@@ -81,7 +81,9 @@ typedef enum tlsan_severity {
     TLSAN_SEVERITY_ERROR = 2,
 } tlsan_severity;
 
-/** Which part of tlsan decides a kind. */
+/** Which part of tlsan decides a kind: one per kind, which places it in the table (the
+ *  checker's first). A checker kind may also be found by the tensor runtime as it happens:
+ *  `read-before-write` is (docs/runtime.md, "Findings at run time"). */
 typedef enum tlsan_finder {
     /** The static checker: tlsan check, tlsan replay, and the shim's tlsan_plan_load and ggml
      *  graphs (src/check/). */
@@ -89,7 +91,7 @@ typedef enum tlsan_finder {
     /** The shim's malloc interposition, for every program (shim/heap/). */
     TLSAN_FOUND_BY_HEAP = 2,
     /** The shim's tensor runtime: the annotation API and the ggml adapter (shim/engine/,
-     *  shim/ggml/). */
+     *  shim/ggml/). The annotation API also reports the checker's read-before-write. */
     TLSAN_FOUND_BY_TENSOR_RUNTIME = 3,
 } tlsan_finder;
 
@@ -154,6 +156,13 @@ typedef struct tlsan_finding {
      *  bad-inplace or unordered-reuse whose pair the planner could only have placed on the
      *  same bytes because it believed a declared lifetime that is too short. */
     int64_t cause;
+    /** With tlsan_check_options.group_repeats: how many findings this one stands for (those
+     *  of its kind on tenants of the same names, NAME and NAME#k, one per cause however long
+     *  the run; 1 when alone) and the first and last run among them. A tenant NAME#k belongs
+     *  to run k, NAME to run 1, a finding to the latest run of its tensors. The finding
+     *  itself is the group's first (lowest run). repeats is 0 when findings are not grouped. */
+    size_t repeats;
+    int64_t first_run, last_run;
 } tlsan_finding;
 
 /** Plan statistics (tlsan check --format json, "stats"). */
@@ -174,6 +183,17 @@ typedef struct tlsan_check_options {
     /** Most branch paths enumerated for one pair or root before falling back to the union
      *  of paths (reported as approximate). 0 means the default, 4096. */
     uint32_t max_paths;
+    /** Judges every read against the order model too: a read of a root that an earlier op
+     *  writes, but that no earlier write of the root happens before (a write on another
+     *  stream with no event or sync to the reader), is `read-before-write`. Off by default:
+     *  plan-format v1 leaves races between the accesses of one root out of scope. tlsan
+     *  replay turns it on for a recorded run, whose streams really ran at the same time. */
+    bool order_reads;
+    /** Findings of one kind on tenants of the same names (NAME, NAME#2, ... as tlsan replay
+     *  names the k-th bind of a name) become one finding with a count and the first and
+     *  last run (tlsan_finding.repeats): a bug repeated in every run of a graph is one
+     *  finding. tlsan replay turns it on for a recorded run. */
+    bool group_repeats;
 } tlsan_check_options;
 
 /** Checks a finalized plan. On TLSAN_OK *out is a report owned by the caller (possibly

@@ -46,7 +46,9 @@ extern "C" {
 
 /** Bind flags (tlsan_tensor_bind). */
 enum {
-    /** A graph input: it holds data before the first op (no read-before-write). */
+    /** A graph input: it holds data before the first op (no read-before-write, at run time
+     *  or in the plan). Without it (or TLSAN_BIND_INPLACE), a declared read of bytes of the
+     *  tensor that no op declared a write to since this bind is read-before-write. */
     TLSAN_BIND_INPUT = 1u << 0,
     /** A graph output: it stays live until the arena is destroyed. */
     TLSAN_BIND_OUTPUT = 1u << 1,
@@ -221,7 +223,9 @@ static inline void tlsan_tensor_release(const void *arena_base, const char *name
 }
 
 /** An op starts executing (on the thread that runs its kernel). The shim verifies the
- *  checksum of every tensor it reads, reports a read of a released tensor, and records the
+ *  checksum of every tensor it reads, reports a read of a released tensor and a read of
+ *  bytes no op wrote since the tensor's bind (read-before-write; its reads come before its
+ *  writes, so an op reading and writing a tensor first reads it unwritten), and records the
  *  op. Returns a token for tlsan_op_end() (0 when the shim is not loaded). */
 static inline uint64_t tlsan_op_begin(const tlsan_op_info *op)
 {

@@ -61,6 +61,16 @@ struct slot_overflow *finding_slot_overflow(struct finding *f, struct finding_te
     return v;
 }
 
+struct read_before_write *finding_read_before_write(struct finding *f, struct finding_tensor root,
+                                                    const char *arena, struct finding_call op)
+{
+    f->variant = FINDING_READ_BEFORE_WRITE;
+    struct read_before_write *v = &f->read_before_write;
+    *v = (struct read_before_write){
+        .root = root, .arena = arena, .lo = root.lo, .hi = root.hi, .op = op};
+    return v;
+}
+
 /* ---- reports ---- */
 
 static const char *moment_verb(enum finding_moment moment)
@@ -190,6 +200,40 @@ static void report_slot_overflow(const struct slot_overflow *v)
     report_tensor(r, t->name);
     report_end(r, "%s (%llu bytes planned, written by op '%s')", t->name, (ull)(t->hi - t->lo),
                v->writer.op);
+}
+
+static void report_read_before_write(const struct read_before_write *v)
+{
+    const char *shown = v->view ? v->view : v->root.name;
+    struct report *r = report_begin(TLSAN_KIND_READ_BEFORE_WRITE, 1, "on tensor '%s'", shown);
+    if (!r)
+        return;
+    if (v->view)
+        report_line(r,
+                    "  op '%s' reads view '%s' of '%s' (arena '%s', bytes [%llu, %llu)), which "
+                    "no op wrote since '%s' was bound and which is not an input",
+                    v->op.op, v->view, v->root.name, v->arena, (ull)v->lo, (ull)v->hi,
+                    v->root.name);
+    else
+        report_line(r,
+                    "  op '%s' reads '%s' (arena '%s', bytes [%llu, %llu)), which no op wrote "
+                    "since its bind and which is not an input",
+                    v->op.op, v->root.name, v->arena, (ull)v->lo, (ull)v->hi);
+    report_line(r, "  its bytes still hold the previous tenant's data or the sentinel");
+    char title[320];
+    struct outbuf o = {title, 0, sizeof title - 1};
+    out_appendf(&o, "read by op '%s' at", v->op.op);
+    title[o.len] = 0;
+    report_stack(r, title, v->op.stack);
+    report_stack(r, "bound at", v->root.stack);
+    report_tensor(r, v->root.name);
+    if (v->view)
+        report_tensor(r, v->view);
+    if (v->view)
+        report_end(r, "%s (not written since '%s' was bound, read by op '%s')", shown, v->root.name,
+                   v->op.op);
+    else
+        report_end(r, "%s (not written since its bind, read by op '%s')", shown, v->op.op);
 }
 
 /* The one headline of live-corruption; " in GRAPH" for a ggml graph. */
@@ -351,6 +395,9 @@ void finding_report(const struct finding *f)
         break;
     case FINDING_SLOT_OVERFLOW:
         report_slot_overflow(&f->slot_overflow);
+        break;
+    case FINDING_READ_BEFORE_WRITE:
+        report_read_before_write(&f->read_before_write);
         break;
     }
 }

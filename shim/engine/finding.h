@@ -56,6 +56,7 @@ enum finding_variant {
     FINDING_LIVE_CORRUPTION,
     FINDING_STALE_WRITE,
     FINDING_SLOT_OVERFLOW,
+    FINDING_READ_BEFORE_WRITE,
 };
 
 /* An op read or wrote a released tensor. */
@@ -126,6 +127,16 @@ struct slot_overflow {
     struct finding_bytes bytes; /* offset: the first changed byte past the end */
 };
 
+/* An op declared a read of bytes no op declared a write to since the tensor was bound (and it
+ * is not an input): they still hold the previous tenant's bytes or the sentinel. */
+struct read_before_write {
+    struct finding_tensor root; /* the storage root read; stack: its bind */
+    const char *arena;
+    const char *view;       /* the view the op named; NULL when it named the root */
+    uint64_t lo, hi;        /* the bytes read (arena offsets) */
+    struct finding_call op; /* the reading op */
+};
+
 struct finding {
     struct finding *next; /* the engine's list of findings to report */
     bool repeated;        /* reported before by this process: not again */
@@ -135,6 +146,7 @@ struct finding {
         struct live_corruption live_corruption;
         struct stale_write stale_write;
         struct slot_overflow slot_overflow;
+        struct read_before_write read_before_write;
     };
 };
 
@@ -153,6 +165,8 @@ struct stale_write *finding_stale_write(struct finding *f, struct finding_tensor
 struct slot_overflow *finding_slot_overflow(struct finding *f, struct finding_tensor tensor,
                                             const char *arena, struct finding_call writer,
                                             const struct finding_bytes *bytes);
+struct read_before_write *finding_read_before_write(struct finding *f, struct finding_tensor root,
+                                                    const char *arena, struct finding_call op);
 
 /* Writes f's report (runtime_report.h), symbolized. Call with no lock held. */
 void finding_report(const struct finding *f);

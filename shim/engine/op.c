@@ -1,5 +1,6 @@
 /* op.c - ops: tlsan_op_begin/end resolve their tensors, check reads of released or clobbered
- * tensors, mark clobbers and check the bytes past each written root (declared in engine.h). */
+ * tensors and of bytes not written since their bind, mark clobbers and check the bytes past
+ * each written root (declared in engine.h). */
 #include "engine/arena.h"
 #include "engine/sentinel_ranges.h"
 #include "engine/state.h"
@@ -70,6 +71,22 @@ static void use_after_release_found(struct work *w, const struct access *x, stru
         (struct finding_call){op->name, op->stack});
     v->view = x->named != x->root ? x->name : NULL;
     v->root_rebound = x->status == RESOLVE_STALE_VIEW;
+}
+
+/* Op `op` reads x, bytes of which no op wrote since its root's bind. Once per tenant: the
+ * first reader is the one to name, the others read the same unwritten bytes. */
+static void read_before_write_found(struct work *w, const struct access *x, const struct op *op)
+{
+    x->root->read_before_write_reported = true;
+    struct finding *f = finding_alloc(w);
+    if (!f)
+        return;
+    struct read_before_write *v =
+        finding_read_before_write(f, tensor_as_bound(x->root), arena_name_of(x->root),
+                                  (struct finding_call){op->name, op->stack});
+    v->view = x->named != x->root ? x->name : NULL;
+    v->lo = x->lo;
+    v->hi = x->hi;
 }
 
 static bool op_writes(const struct op *op, const struct tensor *root)
@@ -164,6 +181,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
             }
             continue;
         }
+        if (!t->read_before_write_reported && tensor_has_unwritten(t, x->lo, x->hi))
+            read_before_write_found(&w, x, op);
         bool dup = false;
         for (size_t k = 0; k + 1 < op->n_reads; k++)
             dup |= op->reads[k].status == RESOLVE_OK && op->reads[k].root == t;
@@ -180,6 +199,7 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         t->writers++;
         t->epoch++;
         t->has_hash = false;
+        tensor_written(t, x->lo, x->hi); /* after the reads: an op reads before it writes */
         if (x->lo == t->off && x->hi == t->off + t->size) {
             t->clobber = CLOBBER_NONE; /* rewritten whole: its old value no longer matters */
             t->clobber_reported = false;

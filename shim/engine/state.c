@@ -188,6 +188,50 @@ struct arena *arena_find(uintptr_t base)
     return NULL;
 }
 
+void tensor_written(struct tensor *t, uint64_t lo, uint64_t hi)
+{
+    if (lo >= hi)
+        return;
+    /* The spans [first, last) that touch [lo, hi) merge with it into one. */
+    size_t first = 0;
+    while (first < t->n_written && t->written[first].hi < lo)
+        first++;
+    size_t last = first;
+    while (last < t->n_written && t->written[last].lo <= hi) {
+        lo = t->written[last].lo < lo ? t->written[last].lo : lo;
+        hi = t->written[last].hi > hi ? t->written[last].hi : hi;
+        last++;
+    }
+    if (first == last) {
+        if (!engine_grow((void **)&t->written, &t->cap_written, t->n_written + 1,
+                         sizeof *t->written)) {
+            /* Out of memory: stop checking this tenant rather than report bytes it wrote. */
+            t->read_before_write_reported = true;
+            return;
+        }
+        memmove(&t->written[first + 1], &t->written[first],
+                (t->n_written - first) * sizeof *t->written);
+        t->n_written++;
+        last = first + 1;
+    } else if (last > first + 1) {
+        memmove(&t->written[first + 1], &t->written[last],
+                (t->n_written - last) * sizeof *t->written);
+        t->n_written -= last - first - 1;
+    }
+    t->written[first] = (struct span){lo, hi};
+}
+
+bool tensor_has_unwritten(const struct tensor *t, uint64_t lo, uint64_t hi)
+{
+    if (lo >= hi)
+        return false;
+    /* Spans are disjoint and merged: [lo, hi) is covered only by one span containing it. */
+    for (size_t i = 0; i < t->n_written; i++)
+        if (t->written[i].lo <= lo && hi <= t->written[i].hi)
+            return false;
+    return true;
+}
+
 void live_remove(struct arena *a, struct tensor *t)
 {
     for (size_t i = 0; i < a->n_live; i++) {

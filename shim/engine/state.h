@@ -15,7 +15,8 @@
  * are hashed (checksum.h) when their last in-flight writer ends and verified when an op
  * reads them, at release and at arena destroy: a mismatch is a change nobody declared.
  * Released bytes get the sentinel; bind verifies it (stale-write), op_end verifies the
- * bytes just past each written root (slot-overflow).
+ * bytes just past each written root (slot-overflow). Each root keeps the bytes declared
+ * written since its bind; op_begin reports a read outside them (read-before-write).
  *
  * Hashing, verifying and filling run outside the mutex (the engine's threads run ops in
  * parallel): each root has an `epoch` bumped by everything that may change its bytes or its
@@ -96,6 +97,11 @@ struct arena {
 
 enum { CLOBBER_NONE, CLOBBER_WRITE, CLOBBER_INPLACE };
 
+/* Bytes [lo, hi), arena offsets. */
+struct span {
+    uint64_t lo, hi;
+};
+
 struct tensor {
     const char *name;
     struct name *interned;
@@ -126,6 +132,12 @@ struct tensor {
     uint64_t clobber_lo, clobber_hi;
     struct arena *placed_arena;
     uint64_t placed_lo, placed_hi;
+    /* The bytes an op declared a write to since its bind (all of them for an input or an
+     * in-place output), sorted, disjoint and merged: one span once it is written whole. A
+     * declared read of bytes outside them is read-before-write, reported once per tenant. */
+    struct span *written;
+    size_t n_written, cap_written;
+    bool read_before_write_reported;
 };
 
 enum { RESOLVE_OK, RESOLVE_UNKNOWN, RESOLVE_RELEASED, RESOLVE_STALE_VIEW };
@@ -250,6 +262,10 @@ bool hash_wanted(const struct tensor *t);
 bool ranges_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1);
 /* The live arena of this base, or NULL. Lock held. */
 struct arena *arena_find(uintptr_t base);
+/* Root t's bytes [lo, hi) were declared written (or hold data from its bind). Lock held. */
+void tensor_written(struct tensor *t, uint64_t lo, uint64_t hi);
+/* Whether some byte of [lo, hi) of root t was not written since its bind. Lock held. */
+bool tensor_has_unwritten(const struct tensor *t, uint64_t lo, uint64_t hi);
 /* Takes t off a's live roots. Lock held. */
 void live_remove(struct arena *a, struct tensor *t);
 

@@ -128,6 +128,11 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     t->clobber = CLOBBER_NONE;
     t->clobber_reported = false;
     t->clobber_by = NULL;
+    t->n_written = 0;
+    t->read_before_write_reported = false;
+    /* An input holds data before the first op; an in-place output holds its input's. */
+    if (flags & (TLSAN_BIND_INPUT | TLSAN_BIND_INPLACE))
+        tensor_written(t, t->off, t->off + t->size);
     PUSH(a->live, a->n_live, a->cap_live, t);
     trace_bind(name, a->trace_id, t->off, size_bytes, flags, stack);
     if (shim_opts()->checksum == SHIM_CHECKSUM_SHARED)

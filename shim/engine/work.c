@@ -134,6 +134,11 @@ static uint64_t finding_key(const struct finding *f)
         h = mix(h, f->slot_overflow.tensor.name, 0);
         h = mix(h, f->slot_overflow.writer.op, 0);
         break;
+    case FINDING_READ_BEFORE_WRITE:
+        h = mix(h, f->read_before_write.root.name, 0);
+        h = mix(h, f->read_before_write.view, 0);
+        h = mix(h, f->read_before_write.op.op, 0);
+        break;
     }
     return h ? h : 1;
 }

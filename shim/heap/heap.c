@@ -360,6 +360,11 @@ bool heap_init(void)
 {
     const struct shim_options *o = shim_opts();
     g_rz = o->redzone > (1u << 20) ? (1u << 20) : (size_t)o->redzone;
+    if (g_rz != o->redzone) { /* said once, and shown as used (verbosity=1's options line) */
+        out_printf("tlsan: TLSAN_OPTIONS: redzone=%llu is over 1 MiB: using %zu\n",
+                   (unsigned long long)o->redzone, g_rz);
+        shim_opts_mut()->redzone = g_rz;
+    }
     g_budget = o->quarantine_mb > (UINT64_MAX >> 27) ? UINT64_MAX >> 7 : o->quarantine_mb << 20;
     g_va_budget = g_budget * GUARD_VA_FACTOR;
     g_fill = o->fill;
@@ -568,15 +573,43 @@ static void report_write_after_free(const struct block *e, size_t off, int at_ex
     report_end(r, "at offset %zu of a %zu-byte block", off, (size_t)e->size);
 }
 
+/* The headline and the SUMMARY of a changed redzone, whoever found it (a free, a realloc, a
+ * scan of live blocks): `off` bytes past the end of e, or (under) `off` bytes before its
+ * start. */
+static const char *underflow_unit(size_t before)
+{
+    return before == 1 ? "byte" : "bytes";
+}
+
+static struct report *redzone_report_begin(const struct block *e, bool under, size_t off,
+                                           int symbolize)
+{
+    const unsigned char *p = (const unsigned char *)e->addr;
+    if (under)
+        return report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
+                            "on address %p, %zu %s before the start of a %zu-byte block at %p "
+                            "(underflow)",
+                            (const void *)(p - off), off, underflow_unit(off), (size_t)e->size,
+                            (const void *)p);
+    return report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
+                        "on address %p, %zu bytes past the end of a %zu-byte block at %p",
+                        (const void *)(p + e->size + off), off, (size_t)e->size, (const void *)p);
+}
+
+static void redzone_report_end(struct report *r, const struct block *e, bool under, size_t off)
+{
+    if (under)
+        report_end(r, "%zu %s before the start of a %zu-byte block", off, underflow_unit(off),
+                   (size_t)e->size);
+    else
+        report_end(r, "%zu bytes past the end of a %zu-byte block", off, (size_t)e->size);
+}
+
 static void report_overflow(const struct block *e, size_t off, uint32_t free_stack,
                             const char *when)
 {
-    const unsigned char *p = (const unsigned char *)e->addr;
-    const unsigned char *rz = p + e->size;
-    struct report *r =
-        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0,
-                     "on address %p, %zu bytes past the end of a %zu-byte block at %p",
-                     (const void *)(rz + off), off, (size_t)e->size, (const void *)p);
+    const unsigned char *rz = (const unsigned char *)e->addr + e->size;
+    struct report *r = redzone_report_begin(e, false, off, 0);
     if (!r)
         return;
     size_t n = g_rz - off < REPORT_BYTES_MAX ? g_rz - off : REPORT_BYTES_MAX;
@@ -586,7 +619,7 @@ static void report_overflow(const struct block *e, size_t off, uint32_t free_sta
     report_bytes(r, rz + off, n);
     report_stack(r, "allocated here", e->alloc_stack);
     report_stack(r, when[0] == 'f' ? "freed here" : "resized here", free_stack);
-    report_end(r, "%zu bytes past the end of a %zu-byte block", off, (size_t)e->size);
+    redzone_report_end(r, e, false, off);
 }
 
 /* A write before the block, into the left redzone: where glibc keeps the chunk's size, so
@@ -595,12 +628,7 @@ static void report_underflow(const struct block *e, size_t before, uint32_t free
                              const char *when)
 {
     const unsigned char *p = (const unsigned char *)e->addr;
-    const char *unit = before == 1 ? "byte" : "bytes";
-    struct report *r =
-        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0,
-                     "on address %p, %zu %s before the start of a %zu-byte "
-                     "block at %p (underflow)",
-                     (const void *)(p - before), before, unit, (size_t)e->size, (const void *)p);
+    struct report *r = redzone_report_begin(e, true, before, 0);
     if (!r)
         return;
     report_line(r, "  the %u-byte redzone before the block changed (found when it was %s)",
@@ -609,7 +637,7 @@ static void report_underflow(const struct block *e, size_t before, uint32_t free
     report_bytes(r, p - before, before);
     report_stack(r, "allocated here", e->alloc_stack);
     report_stack(r, when[0] == 'f' ? "freed here" : "resized here", free_stack);
-    report_end(r, "%zu %s before the start of a %zu-byte block", before, unit, (size_t)e->size);
+    redzone_report_end(r, e, true, before);
 }
 
 /* After a report of a heap error glibc would have aborted on: abort as glibc does, unless
@@ -696,14 +724,8 @@ static void report_live_damage(const struct damage *d, int at_exit, int symboliz
 {
     const unsigned char *p = (const unsigned char *)d->e.addr;
     const unsigned char *at = d->under ? p - d->off : p + d->e.size + d->off;
-    const char *unit = d->under && d->off == 1 ? "byte" : "bytes";
     const char *when = at_exit ? "at exit" : "by a periodic check";
-    struct report *r =
-        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
-                     d->under ? "on address %p, %zu %s before the start of a %zu-byte block at %p "
-                                "(underflow)"
-                              : "on address %p, %zu %s past the end of a %zu-byte block at %p",
-                     (const void *)at, d->off, unit, (size_t)d->e.size, (const void *)p);
+    struct report *r = redzone_report_begin(&d->e, d->under, d->off, symbolize);
     if (!r)
         return;
     report_line(r, "  the %zu-byte redzone %s the block changed (found %s; the block is live)",
@@ -712,8 +734,7 @@ static void report_live_damage(const struct damage *d, int at_exit, int symboliz
                 d->under ? "before the start" : "past the end", d->n);
     report_bytes_found(r, at, d->found, d->n);
     report_stack(r, "allocated here", d->e.alloc_stack);
-    report_end(r, "%zu %s %s a %zu-byte block", d->off, unit,
-               d->under ? "before the start of" : "past the end of", (size_t)d->e.size);
+    redzone_report_end(r, &d->e, d->under, d->off);
 }
 
 /* The changed redzones of the live block at slot i (lock held), copied to out (room for 2)

@@ -44,10 +44,16 @@ typedef struct checker {
     tlsan_cond *path_buf; /* n_ifs entries */
     view_access views;    /* built on demand */
     bool order_only;      /* check_pair judges reuse order, else conflicts */
+    bool order_reads;     /* tlsan_check_options.order_reads, on a plan whose order is partial */
     uint8_t *tenant;      /* per root: TENANT_* bits */
     uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
     uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
                              bytes by the clock sweep; NULL when there was none */
+    uint32_t *done;       /* with unproven: per root and chain, order_done() */
+    uint32_t *seg_max;    /* with unproven: check_segment_clocks()'s range-max trees */
+    uint32_t *seg_seen;   /* with unproven: per root, the stamp of the question that found it */
+    uint32_t seg_gen;     /* the stamp of the current question */
+    size_t cap_seg_max;
     size_t cap_seg;
     plan_stats *stats;
 } checker;
@@ -186,6 +192,117 @@ static int check_layout(checker *c)
 
 /* ---- read-before-write ---- */
 
+/* The earliest write of a root on one chain (a stream) so far on the path: a later op is
+ * ordered after some write of that chain exactly when it is ordered after this one, since
+ * program order joins the writes of a chain. */
+typedef struct chain_write {
+    uint32_t chain, op;
+} chain_write;
+
+/* Reports read `x` of root r: an earlier op (`w`, the latest earlier write) writes r, but no
+ * write of r is ordered before x. */
+static int report_unordered_read(checker *c, uint32_t r, uint32_t x, uint32_t w)
+{
+    const tlsan_plan *p = c->p;
+    const char *names[1] = {tname(p, r)};
+    tlsan_finding f = new_finding(c, TLSAN_KIND_READ_BEFORE_WRITE);
+    f.tensors = names;
+    f.n_tensors = 1;
+    f.tensor_index[0] = r;
+    f.op_index = x;
+    f.op_index2 = w;
+    f.has_steps = true;
+    f.steps[0] = w;
+    f.steps[1] = x;
+    set_path(c, &f);
+    c->ps.all_run = false;
+    return report_add(c->r, &f,
+                      "op '%s' (step %u) reads '%s', which op '%s' (step %u) writes, but no write "
+                      "of it is ordered before the read (missing event or sync?)",
+                      oname(p, x), x, names[0], oname(p, w), w);
+}
+
+/* tlsan_check_options.order_reads: on each path, a read of r that an earlier write of r
+ * precedes in the list must be ordered after one of them (reads with no earlier write are
+ * the list-order rule's, check_read_before_write()). One order question per read and chain
+ * that wrote r before it. The ifs enumerated: those of r's conditional accesses, and of the
+ * conditional ops between its first and last access when they can change the order. Under
+ * the union of paths only unconditional writes count, each proven for every path. */
+static int check_unordered_read(checker *c, uint32_t r)
+{
+    const tlsan_plan *p = c->p;
+    const access_index *ix = &c->ix;
+    uint32_t a0 = ix->start[r], a1 = ix->start[r + 1];
+    uint32_t first_write = a0;
+    while (first_write < a1 && !(ix->rw[first_write] & ACC_WRITE))
+        first_write++;
+    uint32_t last_read = a1; /* one past the last read */
+    while (last_read > a0 && !(ix->rw[last_read - 1] & ACC_READ))
+        last_read--;
+    if (last_read <= first_write + 1)
+        return 0; /* no read after a write */
+    uint32_t lo = ix->op[first_write], hi = ix->op[last_read - 1];
+    size_t n_chains = 0, cap = 4;
+    chain_write *chains = malloc(cap * sizeof *chains);
+    if (!chains)
+        return -1;
+    if_set_clear(&c->set);
+    for (uint32_t a = a0; a < a1; a++)
+        if (ix->rw[a] & ACC_COND)
+            if_set_add_op(&c->set, p, ix->op[a]);
+    if (!order_clocks_cover(&c->oc, lo, hi))
+        if_set_add_range(&c->set, p, ix, (int32_t)lo, (int32_t)hi);
+    int rc = 0;
+    paths_begin(c);
+    do {
+        n_chains = 0;
+        uint32_t latest = NO_INDEX;
+        for (uint32_t a = first_write; a < a1 && rc == 0; a++) {
+            uint32_t x = ix->op[a];
+            bool cond = (ix->rw[a] & ACC_COND) != 0;
+            if (cond && (c->ps.all_run || !op_runs(&c->ps, x))) {
+                /* under the union of paths a conditional write may not run; a conditional
+                 * read may, and is judged as if it did */
+                if (!c->ps.all_run || !(ix->rw[a] & ACC_READ))
+                    continue;
+            }
+            if ((ix->rw[a] & ACC_READ) && latest != NO_INDEX) {
+                bool ordered = false;
+                const path_state *ps = c->ps.all_run ? NULL : &c->ps;
+                for (size_t k = 0; k < n_chains && !ordered; k++)
+                    ordered = order_op_before(&c->oc, ps, chains[k].op, x);
+                if (!ordered) {
+                    rc = report_unordered_read(c, r, x, latest);
+                    goto out;
+                }
+            }
+            if (!(ix->rw[a] & ACC_WRITE) || (cond && c->ps.all_run))
+                continue;
+            latest = x;
+            uint32_t chain = p->op_stream[x];
+            size_t k = 0;
+            while (k < n_chains && chains[k].chain != chain)
+                k++;
+            if (k < n_chains)
+                continue; /* a later write of a chain that already wrote */
+            if (n_chains == cap) {
+                chain_write *grown = realloc(chains, 2 * cap * sizeof *grown);
+                if (!grown) {
+                    rc = -1;
+                    goto out;
+                }
+                chains = grown;
+                cap *= 2;
+            }
+            chains[n_chains++] = (chain_write){chain, x};
+        }
+    } while (paths_next(c));
+out:
+    c->ps.all_run = false;
+    free(chains);
+    return rc;
+}
+
 static int check_read_before_write(checker *c, uint32_t r)
 {
     const tlsan_plan *p = c->p;
@@ -232,7 +349,7 @@ static int check_read_before_write(checker *c, uint32_t r)
                               oname(p, ix->op[a]), ix->op[a], names[0]);
         }
     } while (paths_next(c));
-    return 0;
+    return c->order_reads && !c->oc.total ? check_unordered_read(c, r) : 0;
 }
 
 /* ---- declared lifetimes ---- */
@@ -773,6 +890,78 @@ static int settle_group(checker *c, uint64_t seg_start, const uint32_t *r, uint3
     return 0;
 }
 
+/* Collects the positions of segment tree `t` (leaves from `leaves` on) whose value exceeds
+ * v, below node x, into out (each position once per call). */
+static size_t tree_above(const uint32_t *t, size_t leaves, size_t x, uint32_t v, uint32_t *out,
+                         size_t n)
+{
+    if (t[x] <= v)
+        return n;
+    if (x >= leaves) {
+        out[n++] = (uint32_t)(x - leaves);
+        return n;
+    }
+    n = tree_above(t, leaves, 2 * x, v, out, n);
+    return tree_above(t, leaves, 2 * x + 1, v, out, n);
+}
+
+/* check_segment() with one path and clocks for every path (the clock sweep ran): a tenant e
+ * is ordered before the later tenant l of disjoint lifetime exactly when, on every chain c,
+ * done(e)[c] <= clock(first access of l)[c]. So per chain a range-max tree over the
+ * segment's positions holds the done counters of the tenants before l, and the tenants above
+ * l's clock are found by descending it: O(chains log m) per tenant the sweep did not prove
+ * and O(log m) per tenant found, which is (or, when the lifetimes meet, is next to) a
+ * finding; nothing is asked for the proven ones. Each found pair is then judged by
+ * ask_pair(), as check_segment() would. */
+static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *r, size_t m)
+{
+    const life *h = c->ix.hull;
+    uint32_t width = c->oc.width;
+    size_t leaves = 1;
+    while (leaves < m)
+        leaves *= 2;
+    size_t need = 2 * leaves * width + leaves; /* the trees, then the positions found */
+    if (need > c->cap_seg_max) {
+        uint32_t *grown = realloc(c->seg_max, need * sizeof *grown);
+        if (!grown)
+            return -1;
+        c->seg_max = grown;
+        c->cap_seg_max = need;
+    }
+    memset(c->seg_max, 0, 2 * leaves * width * sizeof *c->seg_max);
+    uint32_t *found = c->seg_max + 2 * leaves * width;
+    for (size_t k = 0; k < m; k++) {
+        uint32_t l = r[k];
+        uint32_t lf = c->unproven[l] ? first_access(c, l) : NO_INDEX;
+        if (lf != NO_INDEX && ++c->seg_gen == 0) {
+            memset(c->seg_seen, 0, c->p->n_tensors * sizeof *c->seg_seen);
+            c->seg_gen = 1;
+        }
+        for (uint32_t ch = 0; lf != NO_INDEX && ch < width; ch++) {
+            const uint32_t *t = c->seg_max + 2 * leaves * ch;
+            size_t n = tree_above(t, leaves, 1, order_clock(&c->oc, lf, ch), found, 0);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t e = r[found[i]];
+                if (c->seg_seen[e] == c->seg_gen)
+                    continue; /* found on an earlier chain */
+                c->seg_seen[e] = c->seg_gen;
+                if (h[e].last < h[l].first) {
+                    int rc = ask_pair(c, seg_start, e, l);
+                    if (rc)
+                        return rc;
+                }
+            }
+        }
+        for (uint32_t ch = 0; ch < width; ch++) {
+            uint32_t *t = c->seg_max + 2 * leaves * ch;
+            uint32_t d = c->done[(size_t)l * width + ch];
+            for (size_t x = leaves + k; x >= 1 && t[x] < d; x /= 2)
+                t[x] = d;
+        }
+    }
+    return 0;
+}
+
 /* The tenants of one byte segment, sorted by the first step of their hull. Ordering is
  * transitive through any tenant present on a path (see pair_proven()), and an *anchor*, a
  * tenant with an unconditional access, is present on every path. So the anchors are cut
@@ -798,6 +987,7 @@ static int check_segment(void *ctx, uint64_t seg_start, const uint32_t *r, size_
             any = c->unproven[r[k]] != 0;
         if (!any)
             return 0;
+        return check_segment_clocks(c, seg_start, r, m);
     }
     if (m > c->cap_seg) {
         uint32_t *ns = realloc(c->seg, SEG_ARRAYS * m * sizeof *ns);
@@ -915,6 +1105,15 @@ static int check_reuse_order(checker *c)
             any = c->unproven[t] != 0;
         if (!any)
             return 0;
+        size_t width = c->oc.width, n = p->n_tensors;
+        c->done = malloc(n * width * sizeof *c->done);
+        c->seg_seen = calloc(n, sizeof *c->seg_seen);
+        if (!c->done || !c->seg_seen)
+            return -1;
+        for (uint32_t t = 0; t < n; t++)
+            for (uint32_t ch = 0; ch < width; ch++)
+                c->done[(size_t)t * width + ch] =
+                    p->tensors[t].root == t ? order_done(&c->oc, t, ch) : 0;
     }
     return overlap_segments(p, &c->ix, check_segment, c);
 }
@@ -932,6 +1131,9 @@ static void checker_free(checker *c)
     free(c->tenant);
     free(c->seg);
     free(c->unproven);
+    free(c->done);
+    free(c->seg_max);
+    free(c->seg_seen);
     view_access_free(&c->views);
 }
 
@@ -945,6 +1147,9 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
     c.r = r;
     c.plan_index = plan_index;
     c.max_paths = opt && opt->max_paths ? opt->max_paths : DEFAULT_MAX_PATHS;
+    /* with a total order (one stream) or dataflow's per-root order every earlier write is
+     * ordered before a read */
+    c.order_reads = opt && opt->order_reads && p->schedule == TLSAN_SCHEDULE_SEQUENTIAL;
     c.stats = &r->stats[plan_index < 0 ? 0 : plan_index];
     c.ps.plan = p;
     int rc = -1;
@@ -1005,7 +1210,8 @@ tlsan_status tlsan_check(const tlsan_plan *plan, const tlsan_check_options *opti
     tlsan_report *r = report_new(plans, 1, false);
     if (!r)
         return TLSAN_ERR_NOMEM;
-    if (check_one(plan, options, r, -1) != 0 || report_sort(r) != 0) {
+    if (check_one(plan, options, r, -1) != 0 || report_sort(r) != 0 ||
+        (options && options->group_repeats && report_group_repeats(r) != 0)) {
         tlsan_report_free(r);
         return TLSAN_ERR_NOMEM;
     }
@@ -1032,7 +1238,8 @@ tlsan_status tlsan_check_cache(const tlsan_cache *cache, const tlsan_check_optio
     for (size_t i = 0; i < n; i++)
         if (check_one(r->plans[i], options, r, (int64_t)i) != 0)
             goto nomem;
-    if (cache_collisions(cache, r) != 0 || report_sort(r) != 0)
+    if (cache_collisions(cache, r) != 0 || report_sort(r) != 0 ||
+        (options && options->group_repeats && report_group_repeats(r) != 0))
         goto nomem;
     *out = r;
     return TLSAN_OK;

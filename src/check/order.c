@@ -409,17 +409,14 @@ bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t 
     return walk_back(oc, ps, early, late_first, bad_op);
 }
 
-/* The on-demand walk behind order_forces() and order_forces_all_paths(). */
-static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
-                      uint32_t *bad_op)
+/* Stamps (oc->memo_gen) every op at or after step lo that happens before op late_first on
+ * the path of ps (on every path when ps is NULL), walking the edges backwards. */
+static void walk_from(order_ctx *oc, const path_state *ps, uint32_t lo, uint32_t late_first)
 {
     const tlsan_plan *p = oc->plan;
-    const access_index *ix = oc->ix;
-    uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
-    uint32_t lo = ix->op[a0];
     bool path_free = !ps || p->n_ifs == 0;
     if (path_free && oc->memo_ok && oc->memo_target == late_first && oc->memo_lo <= lo)
-        goto judge; /* the last walk already covers every op this question can use */
+        return; /* the last walk already covers every op this question can use */
     if (++oc->gen == 0) {
         memset(oc->visited, 0, (p->n_ops ? p->n_ops : 1) * sizeof *oc->visited);
         oc->gen = 1;
@@ -450,7 +447,15 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
                 reach(&w, y);
         }
     }
-judge:
+}
+
+/* The on-demand walk behind order_forces() and order_forces_all_paths(). */
+static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
+                      uint32_t *bad_op)
+{
+    const access_index *ix = oc->ix;
+    uint32_t a0 = ix->start[early], a1 = ix->start[early + 1];
+    walk_from(oc, ps, ix->op[a0], late_first);
     for (uint32_t a = a0; a < a1; a++) {
         uint32_t y = ix->op[a];
         if (y >= late_first)
@@ -463,6 +468,23 @@ judge:
         }
     }
     return true;
+}
+
+bool order_clocks_cover(const order_ctx *oc, uint32_t lo, uint32_t hi)
+{
+    return clocks_answer(oc, lo, hi);
+}
+
+bool order_op_before(order_ctx *oc, const path_state *ps, uint32_t y, uint32_t x)
+{
+    if (oc->total)
+        return y < x;
+    if (y >= x)
+        return false;
+    if (clocks_answer(oc, y, x))
+        return oc->vc[(size_t)x * oc->width + oc->chain[y]] >= oc->seq[y];
+    walk_from(oc, ps, y, x);
+    return oc->visited[y] == oc->memo_gen;
 }
 
 bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, uint32_t *bad_op)

@@ -66,6 +66,15 @@ void order_free(order_ctx *oc);
 bool order_forces(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                   uint32_t *bad_op);
 
+/* Whether the clocks answer every order question between ops of steps lo..hi on every
+ * path (no conditional op there can change the order of the ops that run). */
+bool order_clocks_cover(const order_ctx *oc, uint32_t lo, uint32_t hi);
+
+/* True when op y happens before op x on the path of ps (on every path where both run when
+ * ps is NULL, as order_forces_all_paths() judges; y must have no condition then). Both must
+ * run on the path; every if of a conditional op in steps y..x must be fixed in ps. */
+bool order_op_before(order_ctx *oc, const path_state *ps, uint32_t y, uint32_t x);
+
 /* Like order_forces() for every path at once, without enumerating them: only edges that
  * exist on every path where their ends run are followed, and only through ops without
  * branch conditions, so `true` is a proof for all paths (`false` may be a false alarm,

@@ -152,6 +152,7 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->op_by_name.v);
     free(p->tensor_src.v);
     free(p->op_src.v);
+    free(p->src_pairs.v);
     free(p->ifs);
     free(p->loops);
     free(p->op_stream);
@@ -830,34 +831,47 @@ int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column)
 {
     u32vec *v = is_op ? &p->op_src : &p->tensor_src;
     size_t n = is_op ? p->n_ops : p->n_tensors;
-    if (n == 0 || VEC_RESERVE(*v, 2 * n - v->n) != 0)
+    if (n == 0 || VEC_RESERVE(*v, n - v->n) != 0)
         return -1;
-    while (v->n < 2 * (n - 1))
+    uint32_t entry = line;
+    if (column != 1 || line >= PLAN_SRC_PAIR) {
+        if (p->src_pairs.n / 2 >= PLAN_SRC_PAIR - 1 || VEC_RESERVE(p->src_pairs, 2) != 0)
+            return -1;
+        entry = PLAN_SRC_PAIR | (uint32_t)(p->src_pairs.n / 2);
+        p->src_pairs.v[p->src_pairs.n++] = line;
+        p->src_pairs.v[p->src_pairs.n++] = column;
+    }
+    while (v->n < n - 1)
         v->v[v->n++] = 0; /* records added without a position */
-    v->v[v->n++] = line;
-    v->v[v->n++] = column;
+    v->v[v->n++] = entry;
     return 0;
 }
 
-static bool source_of(const u32vec *v, size_t i, int *line, int *column)
+static bool source_of(const tlsan_plan *p, const u32vec *v, size_t i, int *line, int *column)
 {
-    if (2 * i + 1 >= v->n || v->v[2 * i] == 0)
+    if (i >= v->n || v->v[i] == 0)
         return false;
+    uint32_t entry = v->v[i], at_line = entry, at_column = 1;
+    if (entry & PLAN_SRC_PAIR) {
+        size_t k = 2 * (size_t)(entry & ~PLAN_SRC_PAIR);
+        at_line = p->src_pairs.v[k];
+        at_column = p->src_pairs.v[k + 1];
+    }
     if (line)
-        *line = (int)v->v[2 * i];
+        *line = (int)at_line;
     if (column)
-        *column = (int)v->v[2 * i + 1];
+        *column = (int)at_column;
     return true;
 }
 
 bool tlsan_plan_tensor_source(const tlsan_plan *p, size_t index, int *line, int *column)
 {
-    return p && index < p->n_tensors && source_of(&p->tensor_src, index, line, column);
+    return p && index < p->n_tensors && source_of(p, &p->tensor_src, index, line, column);
 }
 
 bool tlsan_plan_op_source(const tlsan_plan *p, size_t index, int *line, int *column)
 {
-    return p && index < p->n_ops && source_of(&p->op_src, index, line, column);
+    return p && index < p->n_ops && source_of(p, &p->op_src, index, line, column);
 }
 
 int plan_name_from_label(const char *label, const char *ext, char **out)

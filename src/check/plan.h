@@ -13,7 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NO_INDEX UINT32_MAX
+#define NO_INDEX      UINT32_MAX
+#define PLAN_SRC_PAIR (UINT32_C(1) << 31)
 
 typedef struct arena_rec {
     uint32_t name;
@@ -114,9 +115,12 @@ struct tlsan_plan {
     u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
     u64vec shape_pool; /* shape extents */
 
-    /* Where each tensor and op object begins in the file it was read from: (line, column)
-     * pairs, 1-based, by index; 0 or absent for records not read from a file. */
+    /* Where each tensor and op object begins in the file it was read from, by index: its
+     * line when it begins at column 1 (a plan of one object per line: 4 bytes a record),
+     * else PLAN_SRC_PAIR | the index of a (line, column) pair in src_pairs; 0 or absent for
+     * records not read from a file. Both 1-based. */
     u32vec tensor_src, op_src;
+    u32vec src_pairs;
 
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
     u32vec arena_by_name, tensor_by_name, op_by_name;

@@ -320,8 +320,14 @@ static input *input_push(input_list *l, const char *label)
 /* Checks a unit that was read; returns its exit status (2 when checking itself failed). */
 static int check_unit(const check_args *args, input *in)
 {
-    tlsan_status st = in->plan ? tlsan_check(in->plan, &args->options, &in->report)
-                               : tlsan_check_cache(in->cache, &args->options, &in->report);
+    tlsan_check_options options = args->options;
+    /* a recorded run's streams really ran at the same time: a read no write is ordered
+     * before read whatever the bytes held then */
+    options.order_reads = in->runtime != NULL;
+    /* and repeated its graph: one finding per cause however many runs show it */
+    options.group_repeats = in->runtime != NULL;
+    tlsan_status st = in->plan ? tlsan_check(in->plan, &options, &in->report)
+                               : tlsan_check_cache(in->cache, &options, &in->report);
     if (st != TLSAN_OK || !in->report) {
         memset(&in->err, 0, sizeof in->err);
         snprintf(in->err.what, sizeof in->err.what, "checking failed: %s", tlsan_status_name(st));

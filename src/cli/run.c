@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,9 +173,10 @@ static bool absolute(const char *path, char *out, size_t out_bytes)
 }
 
 /* The run directory: `given` (created when missing; refused when it already holds traces,
- * which this run's count would take for its own), or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX.
+ * which this run's count would take for its own), or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX
+ * (/tmp when TMPDIR cannot hold it, said at verbosity >= 1).
  * Returns 0, or 2 after a message. */
-static int make_run_dir(const char *given, run_trace *rt)
+static int make_run_dir(const char *given, int verbosity, run_trace *rt)
 {
     rt->mode = TRACE_TO_DIR;
     if (!given) {
@@ -182,7 +185,19 @@ static int make_run_dir(const char *given, run_trace *rt)
             tmp = "/tmp";
         char want[PATH_MAX];
         snprintf(want, sizeof want, "%s/tlsan-run.XXXXXX", tmp);
-        if (!mkdtemp(want) || !absolute(want, rt->path, sizeof rt->path)) {
+        bool made = mkdtemp(want) != NULL;
+        if (!made && strcmp(tmp, "/tmp") != 0) {
+            /* The program would run natively with this TMPDIR: so must it here. */
+            if (verbosity >= 1)
+                fprintf(stderr,
+                        "tlsan: run: cannot create a run directory in TMPDIR=%s (%s); using "
+                        "/tmp\n",
+                        tmp, strerror(errno));
+            tmp = "/tmp";
+            snprintf(want, sizeof want, "%s/tlsan-run.XXXXXX", tmp);
+            made = mkdtemp(want) != NULL;
+        }
+        if (!made || !absolute(want, rt->path, sizeof rt->path)) {
             fprintf(stderr,
                     "tlsan: error: run: cannot create a run directory in %s: %s (set TMPDIR or "
                     "give --trace-dir DIR)\n",
@@ -257,16 +272,68 @@ static bool append_option(char **opts, const char *key, const char *value)
     return true;
 }
 
-/* Prints the summary line; returns tlsan run's exit status. */
-static int summarize(const run_trace *rt, int status, int exitcode)
+/* How the program ended: its exit status, or the signal that killed it. */
+typedef struct run_end {
+    int status; /* WEXITSTATUS, when signal is 0 */
+    int signal; /* the signal that killed it, or 0 */
+} run_end;
+
+/* Why the traces may lack findings the processes reported (written to why, "" when no reason
+ * is seen): the place they go cannot take a file or is full. A shim that cannot create or
+ * grow its trace says so on its report stream and goes on untraced, so the count would be
+ * short with nothing in the summary saying it. */
+static void traces_at_risk(const run_trace *rt, const tally *ty, size_t n_files, char *why,
+                           size_t why_bytes)
+{
+    why[0] = '\0';
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", rt->path);
+    struct stat st;
+    if (rt->mode == TRACE_TO_FILE) {
+        if (stat(rt->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            snprintf(why, why_bytes, "%s is not a regular file", rt->path);
+            return;
+        }
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        if (!dir[0])
+            snprintf(dir, sizeof dir, "/");
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(why, why_bytes, "%s is not writable: %s", dir, strerror(errno));
+        return;
+    }
+    if (n_files > ty->n_traces) {
+        size_t bad = n_files - ty->n_traces;
+        snprintf(why, why_bytes, "%zu trace%s could not be read", bad, bad == 1 ? "" : "s");
+        return;
+    }
+    /* A trace grows in steps of up to 1 MiB (shim/trace.c): with less free, one was cut. */
+    struct statvfs fs;
+    if (!ty->n_truncated || statvfs(dir, &fs) != 0)
+        return;
+    unsigned long long free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    if (free_bytes < (1ull << 20))
+        snprintf(why, why_bytes, "the file system of %s is full (%llu KiB free)", dir,
+                 free_bytes >> 10);
+}
+
+/* Prints the summary line; returns tlsan run's exit status for a program that exited (a
+ * signal death is the caller's to repeat). The rule is the shim's (docs/runtime.md,
+ * `exitcode`): findings turn an exit status of 0 into `exitcode`; any other status stays. */
+static int summarize(const run_trace *rt, run_end end, int exitcode)
 {
     tally ty = {0};
     size_t n_files = 0;
     if (rt->mode == TRACE_TO_FILE) {
-        if (access(rt->path, F_OK) == 0)
+        if (access(rt->path, F_OK) == 0) {
+            n_files++;
             tally_trace(&ty, rt->path);
+        }
+        size_t before = ty.n_traces;
         tally_siblings(&ty, rt->path);
-        n_files = ty.n_traces;
+        n_files += ty.n_traces - before;
     } else if (rt->mode == TRACE_TO_DIR) {
         trace_list l;
         if (trace_dir_list(rt->path, &l) != 0)
@@ -277,8 +344,6 @@ static int summarize(const run_trace *rt, int status, int exitcode)
                 tally_trace(&ty, l.paths[k]);
         n_files = l.n;
         trace_list_free(&l);
-        if (n_files == 0 && rt->made)
-            rmdir(rt->path);
     }
     char kinds[1024] = "";
     size_t len = 0;
@@ -299,26 +364,63 @@ static int summarize(const run_trace *rt, int status, int exitcode)
     if (ty.suppressed)
         snprintf(truncated + strlen(truncated), sizeof truncated - strlen(truncated),
                  "; %ld suppressed", ty.suppressed);
+    char at_risk[PATH_MAX + 128] = "";
+    if (rt->mode != TRACE_OFF)
+        traces_at_risk(rt, &ty, n_files, at_risk, sizeof at_risk);
+    if (rt->mode == TRACE_TO_DIR && n_files == 0 && rt->made)
+        rmdir(rt->path);
+
+    int status = end.signal                        ? 128 + end.signal
+                 : ty.total > 0 && end.status == 0 ? exitcode
+                                                   : end.status;
+    char outcome[160];
+    if (end.signal)
+        snprintf(outcome, sizeof outcome, "killed by signal %d (%s)", end.signal,
+                 strsignal(end.signal));
+    else
+        snprintf(outcome, sizeof outcome, "exit status %d", status);
 
     if (rt->mode == TRACE_OFF)
-        fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; exit status %d\n",
-                status);
+        fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; %s\n", outcome);
+    else if (at_risk[0])
+        fprintf(stderr,
+                "tlsan: run: traces missing or incomplete (%s; see the shim's lines above): "
+                "findings may be missing from this count; %ld finding%s counted%s%s%s; %s%s; %s\n",
+                at_risk, ty.total, ty.total == 1 ? "" : "s", ty.total ? " (" : "", kinds,
+                ty.total ? ")" : "", where, truncated, outcome);
     else if (ty.total > 0)
-        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s%s; exit status %d\n", ty.total,
-                ty.total == 1 ? "" : "s", kinds, where, truncated, exitcode);
+        fprintf(stderr, "tlsan: run: %ld finding%s (%s); %s%s; %s\n", ty.total,
+                ty.total == 1 ? "" : "s", kinds, where, truncated, outcome);
     else if (n_files == 0 && rt->mode == TRACE_TO_FILE)
-        fprintf(stderr, "tlsan: run: no findings; nothing recorded at %s; exit status %d\n",
-                rt->path, status);
+        fprintf(stderr, "tlsan: run: no findings; nothing recorded at %s; %s\n", rt->path, outcome);
     else if (n_files == 0)
         fprintf(stderr,
                 "tlsan: run: no findings; no process recorded a trace (nothing annotated, "
-                "nothing found); exit status %d\n",
-                status);
+                "nothing found); %s\n",
+                outcome);
     else
-        fprintf(stderr, "tlsan: run: no findings; %s%s; exit status %d\n", where, truncated,
-                status);
-    return ty.total > 0 ? exitcode : status;
+        fprintf(stderr, "tlsan: run: no findings; %s%s; %s\n", where, truncated, outcome);
+    return status;
 }
+
+/* Dies of sig as the program did, so that a shell sees the same end (bash stops a script
+ * whose command died of SIGINT). tlsan's own core dump is turned off: only the program's
+ * is wanted. Returns only when sig did not end tlsan. */
+static void die_of(int sig)
+{
+    fflush(NULL);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
+
 /* The program being run, for forward_signal. */
 static volatile pid_t g_child;
 
@@ -341,7 +443,8 @@ static const char run_help[] =
     "usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD under libtlsan.so (the runtime shim), prints its reports and a summary, and\n"
-    "exits with `exitcode` (default 1) when anything was found, else with CMD's own status.\n"
+    "ends as CMD ends: its exit status (`exitcode`, default 1, in place of a 0 when anything\n"
+    "was found), or the signal that killed it; 127/126 when CMD is not found/not executable.\n"
     "\n"
     "Options:\n"
     "  --trace-dir DIR     the run directory: every process of the run, wherever it runs,\n"
@@ -451,7 +554,10 @@ int run_command(int argc, char **argv)
         /* The shim takes trace_dir from the options before TLSAN_TRACE_DIR: one given there
          * is the run directory, made absolute. */
         bool in_opts = opts.trace_dir[0] != '\0';
-        status = make_run_dir(trace_dir ? trace_dir : in_opts ? opts.trace_dir : NULL, &rt);
+        status = make_run_dir(trace_dir ? trace_dir
+                              : in_opts ? opts.trace_dir
+                                        : NULL,
+                              opts.verbosity, &rt);
         if (status == 0 && in_opts && !append_option(&all, "trace_dir", rt.path))
             status = run_usage("%s", "out of memory");
     }
@@ -493,10 +599,40 @@ int run_command(int argc, char **argv)
         free(preload);
         return RUN_USAGE;
     }
+    /* tlsan must see its child's end: an inherited SIGCHLD=SIG_IGN would have the kernel
+     * reap it, and waitpid fail. And its summary must not kill it: written to a pipe whose
+     * reader is gone (`tlsan run ... 2>&1 | head`) it is lost, not fatal. The program gets
+     * both dispositions as tlsan inherited them, as it would natively. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&dfl.sa_mask);
+    sigemptyset(&ign.sa_mask);
+    struct sigaction inherited_chld, inherited_pipe;
+    sigaction(SIGCHLD, &dfl, &inherited_chld);
+    sigaction(SIGPIPE, &ign, &inherited_pipe);
+    /* Like a shell waiting for a command: the terminal's ^C and ^\ reach the program
+     * directly (its process group) and tlsan lets them go by, to die of the same signal
+     * after its summary if the program did. A signal sent to tlsan itself (kill, a test
+     * harness stopping its child) is passed on to the program, which would have received
+     * it natively, instead of ending tlsan and leaving the program running. In place
+     * before the fork (blocked until the child's pid is known): the program may be told to
+     * stop as soon as it prints something. */
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&fwd.sa_mask);
+    sigset_t fwd_set, inherited_mask;
+    sigemptyset(&fwd_set);
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaddset(&fwd_set, forwarded[k]);
+    sigprocmask(SIG_BLOCK, &fwd_set, &inherited_mask);
+    struct sigaction old[sizeof forwarded / sizeof *forwarded];
+    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+        sigaction(forwarded[k], &fwd, &old[k]);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "tlsan: error: run: fork failed: %s\n", strerror(errno));
+        for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+            sigaction(forwarded[k], &old[k], NULL);
+        sigprocmask(SIG_SETMASK, &inherited_mask, NULL);
         close(exec_pipe[0]);
         close(exec_pipe[1]);
         free(all);
@@ -505,7 +641,14 @@ int run_command(int argc, char **argv)
     }
     if (pid == 0) {
         close(exec_pipe[0]);
-        setenv("TLSAN_OPTIONS", all ? all : "", 1);
+        sigaction(SIGCHLD, &inherited_chld, NULL);
+        sigaction(SIGPIPE, &inherited_pipe, NULL);
+        for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
+            sigaction(forwarded[k], &old[k], NULL);
+        sigprocmask(SIG_SETMASK, &inherited_mask, NULL);
+        /* Unset stays unset when the run adds nothing: the program sees what it would. */
+        if (all)
+            setenv("TLSAN_OPTIONS", all, 1);
         setenv("LD_PRELOAD", preload, 1);
         /* A dedicated variable besides TLSAN_OPTIONS, which programs (test runners, nested
          * tools) may rewrite: every descendant's trace lands in the run directory. */
@@ -515,46 +658,55 @@ int run_command(int argc, char **argv)
             unsetenv("TLSAN_TRACE_DIR");
         execvp(argv[i], argv + i);
         int err = errno;
-        fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(err));
+        /* As shells say it: 127 when there is no such program, 126 when there is one that
+         * cannot be executed (a directory, no execute permission, a bad binary). */
+        struct stat st;
+        if (err == ENOENT && !strchr(argv[i], '/'))
+            fprintf(stderr, "tlsan: error: run: cannot run '%s': command not found\n", argv[i]);
+        else if (err == EACCES && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+            fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(EISDIR));
+        else
+            fprintf(stderr, "tlsan: error: run: cannot run '%s': %s\n", argv[i], strerror(err));
         ssize_t ignored = write(exec_pipe[1], &err, sizeof err);
         (void)ignored;
-        _exit(127);
+        _exit(err == ENOENT ? 127 : 126);
     }
     close(exec_pipe[1]);
     free(all);
     free(preload);
     g_child = pid;
-    /* Like system(): the terminal's ^C and ^\ reach the program directly (its process
-     * group); we only wait for it. A termination signal sent to tlsan itself (kill, a test
-     * harness stopping its child) is passed on to the program, which would have received
-     * it natively, instead of ending tlsan and leaving the program running. */
-    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    sigemptyset(&fwd.sa_mask);
-    struct sigaction old[sizeof forwarded / sizeof *forwarded];
-    for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
-        sigaction(forwarded[k], &fwd, &old[k]);
+    sigprocmask(SIG_SETMASK, &inherited_mask, NULL);
     int exec_err = 0;
     ssize_t got;
     while ((got = read(exec_pipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
         ;
     close(exec_pipe[0]);
     int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+    pid_t waited;
+    while ((waited = waitpid(pid, &wstatus, 0)) < 0 && errno == EINTR)
         ;
+    int wait_err = errno;
     for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
         sigaction(forwarded[k], &old[k], NULL);
 
     if (got == (ssize_t)sizeof exec_err) {
         if (rt.made)
             rmdir(rt.path); /* exec failed (said above) */
-        return 127;
+        return exec_err == ENOENT ? 127 : 126;
     }
-    if (WIFEXITED(wstatus)) {
-        status = WEXITSTATUS(wstatus);
-    } else {
-        status = 128 + WTERMSIG(wstatus);
-        fprintf(stderr, "tlsan: run: '%s' was killed by signal %d (%s)\n", argv[i],
-                WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+    if (waited != pid) {
+        /* Never a zeroed status read as success. */
+        fprintf(stderr, "tlsan: error: run: cannot wait for '%s' (pid %d): %s\n", argv[i], (int)pid,
+                strerror(wait_err));
+        return RUN_USAGE;
     }
-    return summarize(&rt, status, exitcode);
+    run_end end = {0};
+    if (WIFEXITED(wstatus))
+        end.status = WEXITSTATUS(wstatus);
+    else
+        end.signal = WTERMSIG(wstatus);
+    status = summarize(&rt, end, exitcode);
+    if (end.signal)
+        die_of(end.signal);
+    return status;
 }

@@ -4,10 +4,12 @@
  * program and its descendants, wherever they run) writes its trace into the run directory:
  * DIR, or a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, removed again when no process recorded
  * anything; the summary names it and counts the findings of every trace in it. With
- * --trace FILE the traces are FILE and FILE.PID beside it. Exit status: the `exitcode`
- * option (default 1) when the run reported anything, else the program's own status (128 + N
- * when signal N killed it); 2 for bad usage, a --trace-dir that already holds traces, or
- * when the shim or the program cannot be started (127 when the program cannot be run). */
+ * --trace FILE the traces are FILE and FILE.PID beside it. Exit status: the program's own,
+ * with the `exitcode` option (default 1) in place of a 0 when the run reported anything; a
+ * program killed by a signal makes tlsan die of the same signal after its summary (this
+ * function then does not return); 127 when there is no such program, 126 when it cannot be
+ * executed; 2 for bad usage, a --trace-dir that already holds traces, when the shim cannot
+ * be found or the program not waited for. */
 #ifndef TLSAN_RUN_H
 #define TLSAN_RUN_H
 

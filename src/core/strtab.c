@@ -15,6 +15,22 @@ uint64_t strtab_hash(const char *s, size_t len)
 void strtab_init(strtab *t)
 {
     memset(t, 0, sizeof *t);
+    for (int k = 0; k < STRTAB_RECENT; k++)
+        t->recent[k] = STRTAB_NONE;
+}
+
+/* Makes prefix pi the latest of the recent ones. */
+static void note_recent(strtab *t, uint32_t pi)
+{
+    if (t->recent[0] == pi)
+        return;
+    int at = STRTAB_RECENT - 1;
+    for (int k = 1; k < STRTAB_RECENT - 1; k++)
+        if (t->recent[k] == pi)
+            at = k;
+    for (int k = at; k > 0; k--)
+        t->recent[k] = t->recent[k - 1];
+    t->recent[0] = pi;
 }
 
 void strtab_free(strtab *t)
@@ -26,7 +42,7 @@ void strtab_free(strtab *t)
     for (uint32_t i = 0; i < t->n_prefixes; i++)
         free(t->prefixes[i].dense);
     free(t->prefixes);
-    memset(t, 0, sizeof *t);
+    strtab_init(t);
 }
 
 #define SLOT_ID(v)  ((uint32_t)(v)-1u)
@@ -117,13 +133,61 @@ static bool prefix_is(const strtab_prefix *pr, const char *s, size_t plen, const
            memcmp(pr->suffix, suf, slen) == 0;
 }
 
+/* The longest run of decimal digits in len bytes. */
+static uint8_t longest_digit_run(const char *s, size_t len)
+{
+    size_t best = 0, run = 0;
+    for (size_t i = 0; i < len; i++) {
+        run = s[i] >= '0' && s[i] <= '9' ? run + 1 : 0;
+        if (run > best)
+            best = run;
+    }
+    return (uint8_t)best;
+}
+
+static bool bytes_equal(const char *a, const char *b, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* Whether the name is prefix pr's text, a number and pr's suffix exactly as split_number()
+ * would split it, without scanning it for its runs of digits: the digits between are a whole
+ * run (the text ends and the suffix starts with a non-digit), at least as long as any run in
+ * the text and longer than any in the suffix, canonical and at most 9 digits. Sets *num. */
+static bool split_as(const strtab_prefix *pr, const char *s, size_t len, uint32_t *num)
+{
+    size_t plen = pr->len, slen = pr->suffix_len;
+    if (len <= plen + slen)
+        return false;
+    size_t digits = len - plen - slen;
+    /* the last and first bytes first: they tell most other prefixes apart */
+    char last = s[len - 1];
+    if (slen ? last != pr->suffix[slen - 1] : last < '0' || last > '9')
+        return false;
+    if (plen && s[0] != pr->text[0])
+        return false;
+    if (digits > 9 || digits < pr->text_run || digits <= pr->suffix_run ||
+        (digits > 1 && s[plen] == '0') || !bytes_equal(pr->text, s, plen) ||
+        !bytes_equal(pr->suffix, s + len - slen, slen))
+        return false;
+    uint32_t v = 0;
+    for (size_t i = plen; i < plen + digits; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
+            return false;
+        v = v * 10 + d;
+    }
+    *num = v;
+    return true;
+}
+
 /* The index of the (prefix, suffix) pair, or STRTAB_NONE. */
 static uint32_t find_prefix(const strtab *t, const char *s, size_t plen, const char *suf,
                             size_t slen)
 {
-    uint32_t last = t->last_prefix;
-    if (last < t->n_prefixes && prefix_is(&t->prefixes[last], s, plen, suf, slen))
-        return last;
     for (uint32_t i = 0; i < t->n_prefixes; i++)
         if (prefix_is(&t->prefixes[i], s, plen, suf, slen))
             return i;
@@ -141,6 +205,15 @@ typedef struct place {
 static place place_of(const strtab *t, const char *s, size_t len)
 {
     place w = {false, STRTAB_NONE, 0};
+    /* names come in runs of a few prefixes: most are found by matching a recent one */
+    for (int k = 0; k < STRTAB_RECENT; k++) {
+        uint32_t pi = t->recent[k];
+        if (pi < t->n_prefixes && split_as(&t->prefixes[pi], s, len, &w.num)) {
+            w.numbered = true;
+            w.pi = pi;
+            return w;
+        }
+    }
     size_t plen, slen;
     if (!split_number(s, len, &plen, &slen, &w.num))
         return w;
@@ -240,7 +313,7 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
     bool ask_hash;
     uint32_t id = dense_find(t, w, &ask_hash);
     if (id != STRTAB_NONE) {
-        t->last_prefix = w.pi;
+        note_recent(t, w.pi);
         return id;
     }
     if (w.numbered && w.pi == STRTAB_NONE && t->n_prefixes < STRTAB_PREFIXES) {
@@ -259,6 +332,8 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
         memcpy(pr->text, s, plen);
         pr->suffix_len = (uint32_t)slen;
         memcpy(pr->suffix, s + len - slen, slen);
+        pr->text_run = longest_digit_run(pr->text, plen);
+        pr->suffix_run = longest_digit_run(pr->suffix, slen);
         w.pi = t->n_prefixes++;
         ask_hash = false;
     }
@@ -276,7 +351,7 @@ uint32_t strtab_intern(strtab *t, const char *s, size_t len)
             id = append(t, s, len);
             if (id != STRTAB_NONE) {
                 t->prefixes[w.pi].dense[w.num] = id + 1;
-                t->last_prefix = w.pi;
+                note_recent(t, w.pi);
             }
             return id;
         }

@@ -22,13 +22,15 @@
 
 #define STRTAB_PREFIXES     64
 #define STRTAB_PREFIX_BYTES 32
+#define STRTAB_RECENT       4 /* prefixes tried by matching before a name is split */
 
 typedef struct strtab_prefix {
     char text[STRTAB_PREFIX_BYTES], suffix[STRTAB_PREFIX_BYTES];
     uint32_t len, suffix_len;
-    uint32_t cap;    /* entries of dense */
-    uint32_t *dense; /* number -> id + 1; 0 = none */
-    bool mixed;      /* a name of this prefix lives in the hash table (number too large) */
+    uint8_t text_run, suffix_run; /* longest run of digits in text and in suffix */
+    uint32_t cap;                 /* entries of dense */
+    uint32_t *dense;              /* number -> id + 1; 0 = none */
+    bool mixed; /* a name of this prefix lives in the hash table (number too large) */
 } strtab_prefix;
 
 typedef struct strtab {
@@ -45,7 +47,10 @@ typedef struct strtab {
     uint32_t n_hashed, cap_hashed;
     strtab_prefix *prefixes;
     uint32_t n_prefixes;
-    uint32_t last_prefix; /* the prefix of the latest dense lookup: tried first */
+    /* the prefixes of the latest dense lookups, latest first (plans interleave a few:
+                  "t12", "t12_v", "w7"): tried by matching their text and suffix, before the
+                  name is split; entries >= n_prefixes are unused */
+    uint32_t recent[STRTAB_RECENT];
     size_t dense_entries; /* total cap of all dense arrays, bounded by the number of ids */
 } strtab;
 

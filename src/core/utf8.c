@@ -8,6 +8,18 @@ bool utf8_valid_text(const char *str, size_t len)
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < len) {
+        /* names are mostly ASCII: eight bytes at a time while none has its top bit set and
+         * none is NUL */
+        while (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, sizeof w);
+            uint64_t high = 0x8080808080808080ull;
+            if ((w & high) != 0 || ((w - 0x0101010101010101ull) & ~w & high) != 0)
+                break;
+            i += 8;
+        }
+        if (i >= len)
+            break;
         unsigned c = s[i];
         if (c == 0)
             return false;

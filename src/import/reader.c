@@ -28,6 +28,7 @@
 #include <yajl/yajl_parse.h>
 
 #define DEFAULT_CHUNK_BYTES (64 * 1024)
+#define FIELD_LEN_CLASSES   20
 #define NO_OFF              SIZE_MAX
 
 typedef enum ctx_kind {
@@ -161,6 +162,9 @@ typedef struct frame {
     size_t key_start; /* map: index of its first key in reader.keys */
     uint32_t *slots;  /* map with many keys: open-addressing hash of key index + 1 */
     size_t n_slots;
+    uint64_t known_keys; /* map of a fixed key set: FB(field) of the known keys given */
+    size_t cur_key;      /* map: the current key's index in reader.keys, or NO_OFF when it is
+                            a known field, field_names[field] */
 } frame;
 
 typedef struct key_ent {
@@ -228,6 +232,10 @@ enum { DOC_UNKNOWN, DOC_PLAN, DOC_CACHE };
 typedef struct reader {
     json_escape_scan escapes;   /* surrogate pairing of unicode escapes, on the raw text */
     size_t field_len[F_COUNT_]; /* strlen of each field name */
+    /* FB(field) of the field names of each first byte and of each length (longer names in
+     * the last entry), so that a key is compared with one or two names, not all */
+    uint64_t fields_by_first[128];
+    uint64_t fields_by_len[FIELD_LEN_CLASSES];
     yajl_alloc_funcs af;
     reader_options opt;
     yajl_handle h;
@@ -309,9 +317,13 @@ static void build_where(const reader *r, size_t depth, const char *suffix, char 
         if (f->is_map) {
             if (f->n_items == 0)
                 continue;
-            const key_ent *k = &r->keys[f->key_start + f->n_items - 1];
-            w = snprintf(buf + used, n - used, "%s%.*s", used ? "." : "", (int)k->len,
-                         r->keychars + k->off);
+            if (f->cur_key == NO_OFF) {
+                w = snprintf(buf + used, n - used, "%s%s", used ? "." : "", field_names[f->field]);
+            } else {
+                const key_ent *k = &r->keys[f->cur_key];
+                w = snprintf(buf + used, n - used, "%s%.*s", used ? "." : "", (int)k->len,
+                             r->keychars + k->off);
+            }
         } else {
             if (f->n_items == 0)
                 continue;
@@ -428,7 +440,8 @@ static bool push(reader *r, ctx_kind kind, bool is_map, uint8_t field_id)
 {
     if (RGROW(r, r->frames, r->cap_frames, r->n_frames, 1) != 0)
         return nomem(r);
-    r->frames[r->n_frames++] = (frame){(uint8_t)kind, field_id, is_map, 0, r->n_keys, NULL, 0};
+    r->frames[r->n_frames++] =
+        (frame){(uint8_t)kind, field_id, is_map, 0, r->n_keys, NULL, 0, 0, NO_OFF};
     return true;
 }
 
@@ -519,10 +532,15 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
         if (r->doc_kind == DOC_CACHE || r->plan_st != TLSAN_OK)
             allowed &= ~PLAN_CONTENT;
     }
-    for (int f = 1; f < F_COUNT_; f++)
-        if ((allowed & FB(f)) && field_names[f][0] == s[0] && r->field_len[f] == len &&
-            memcmp(field_names[f], s, len) == 0)
+    if ((unsigned char)s[0] >= 128)
+        return F_UNKNOWN;
+    uint64_t candidates = allowed & r->fields_by_first[(unsigned char)s[0]] &
+                          r->fields_by_len[len < FIELD_LEN_CLASSES ? len : FIELD_LEN_CLASSES - 1];
+    for (; candidates; candidates &= candidates - 1) {
+        int f = __builtin_ctzll(candidates);
+        if (r->field_len[f] == len && memcmp(field_names[f], s, len) == 0)
             return (field)f;
+    }
     return F_UNKNOWN;
 }
 
@@ -530,21 +548,32 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
 
 enum { NUM_INT, NUM_FRACTION, NUM_BIG };
 
-/* Classifies a JSON number literal; stores an integer that fits int64 in *out. */
+/* Classifies a JSON number literal; stores an integer that fits int64 in *out. One pass: a
+ * plan holds a number or two per tensor. */
 static int parse_int(const char *s, size_t len, int64_t *out)
 {
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
-            return NUM_FRACTION;
     bool neg = len > 0 && s[0] == '-';
     uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     uint64_t v = 0;
+    bool big = false;
     for (size_t i = neg; i < len; i++) {
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (limit - d) / 10)
-            return NUM_BIG;
+        unsigned char c = (unsigned char)s[i];
+        if (c == '.' || c == 'e' || c == 'E')
+            return NUM_FRACTION;
+        uint64_t d = (uint64_t)(c - '0');
+        /* 18 digits cannot reach the limit: only longer numbers are checked digit by digit */
+        if (i - neg < 18) {
+            v = v * 10 + d;
+            continue;
+        }
+        if (big || v > (limit - d) / 10) {
+            big = true; /* still looking for a fraction or exponent */
+            continue;
+        }
         v = v * 10 + d;
     }
+    if (big)
+        return NUM_BIG;
     *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
     return NUM_INT;
 }
@@ -1342,46 +1371,82 @@ static int cb_start_array(void *ctx)
     return on_value(ctx, V_ARR, NULL, 0, false);
 }
 
+/* Whether a map's keys are checked for repeats by field bits alone: an object of a fixed key
+ * set, whose known keys are told apart by their field (the top-level object's set changes
+ * once it says what it is, so it keeps the general check). */
+static bool fixed_key_set(ctx_kind kind)
+{
+    return kind == CTX_PLAN || kind == CTX_ARENA || kind == CTX_TENSOR || kind == CTX_OP ||
+           kind == CTX_BRANCH;
+}
+
+/* Whether key s is one of the fields in `known` (a map whose fixed key set was given up for an
+ * ignored value keeps the fields it saw). */
+static bool is_known_key(const reader *r, uint64_t known, const char *s, size_t len)
+{
+    for (; known; known &= known - 1) {
+        int fld = __builtin_ctzll(known);
+        if (r->field_len[fld] == len && memcmp(field_names[fld], s, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool fail_repeated_key(reader *r, const char *s, size_t len)
+{
+    char key[80];
+    snprintf(key, sizeof key, "%.*s", (int)(len > 64 ? 64 : len), s);
+    return fail_at(r, r->n_frames - 1, key, true,
+                   "repeated key '%s' (a key appears once per object)", key);
+}
+
 static int cb_map_key(void *ctx, const unsigned char *us, size_t len)
 {
     reader *r = ctx;
     const char *s = (const char *)us;
     frame *f = top(r);
-    if (!utf8_valid_text(s, len) && !memchr(s, '\0', len)) {
-        /* the key itself cannot name the place: point at its object */
-        fail_at(r, r->n_frames - 1, "(a key)", false,
-                "a key that is not valid UTF-8 (an overlong form, a surrogate or a code point "
-                "past U+10FFFF)");
-        return 0;
-    }
-    int rc = add_key(r, f, s, len);
-    if (rc < 0)
-        return nomem(r), 0;
-    if (rc > 0) {
-        char key[80];
-        snprintf(key, sizeof key, "%.*s", (int)(len > 64 ? 64 : len), s);
-        fail_at(r, r->n_frames - 1, key, true, "repeated key '%s' (a key appears once per object)",
-                key);
-        return 0;
+    ctx_kind kind = (ctx_kind)f->kind;
+    f->field = F_UNKNOWN;
+    if (kind == CTX_DOC || fixed_key_set(kind))
+        f->field = (uint8_t)lookup_field(r, kind, s, len);
+    if (f->field != F_UNKNOWN && fixed_key_set(kind)) {
+        /* a known key is a field name (ASCII, so valid text): its bit tells a repeat, with no
+         * hashing nor copying of the key */
+        if (f->known_keys & FB(f->field))
+            return fail_repeated_key(r, s, len), 0;
+        f->known_keys |= FB(f->field);
+        f->cur_key = NO_OFF;
+    } else {
+        if (!utf8_valid_text(s, len) && !memchr(s, '\0', len)) {
+            /* the key itself cannot name the place: point at its object */
+            fail_at(r, r->n_frames - 1, "(a key)", false,
+                    "a key that is not valid UTF-8 (an overlong form, a surrogate or a code "
+                    "point past U+10FFFF)");
+            return 0;
+        }
+        if (f->known_keys && is_known_key(r, f->known_keys, s, len))
+            return fail_repeated_key(r, s, len), 0;
+        int rc = add_key(r, f, s, len);
+        if (rc < 0)
+            return nomem(r), 0;
+        if (rc > 0)
+            return fail_repeated_key(r, s, len), 0;
+        f->cur_key = r->n_keys - 1;
     }
     f->n_items++;
-    f->field = F_UNKNOWN;
-    switch ((ctx_kind)f->kind) {
+    switch (kind) {
     case CTX_KEY:
         if (ckey_map_key(r->key, s, len) != 0)
             return nomem(r), 0;
         break;
     case CTX_DOC:
     case CTX_PLAN:
+        (kind == CTX_DOC ? &r->doc : &r->sub)->seen |= FB(f->field);
+        break;
     case CTX_ARENA:
     case CTX_TENSOR:
     case CTX_OP:
-    case CTX_BRANCH:
-        f->field = (uint8_t)lookup_field(r, (ctx_kind)f->kind, s, len);
-        if (f->kind == CTX_DOC || f->kind == CTX_PLAN)
-            (f->kind == CTX_DOC ? &r->doc : &r->sub)->seen |= FB(f->field);
-        else if (f->kind != CTX_BRANCH)
-            r->o.seen |= FB(f->field);
+        r->o.seen |= FB(f->field);
         break;
     default:
         break;
@@ -1555,8 +1620,14 @@ static tlsan_status reader_init(reader *r, const char *label, const reader_optio
     r->label = label ? label : "";
     r->line = r->column = 1;
     r->cur = &r->doc;
-    for (int f = 0; f < F_COUNT_; f++)
+    for (int f = 0; f < F_COUNT_; f++) {
         r->field_len[f] = strlen(field_names[f]);
+        if (f == F_UNKNOWN)
+            continue;
+        size_t len = r->field_len[f];
+        r->fields_by_first[(unsigned char)field_names[f][0]] |= FB(f);
+        r->fields_by_len[len < FIELD_LEN_CLASSES ? len : FIELD_LEN_CLASSES - 1] |= FB(f);
+    }
     /* yajl 2.1 does not check its own allocations, so it always gets the real malloc;
      * a failing test allocator would only crash it. */
     r->h = yajl_alloc(&callbacks, NULL, r);

@@ -180,6 +180,118 @@ int report_sort(tlsan_report *r)
     return r ? report_link_causes(r) : 0;
 }
 
+/* ---- one finding per cause across repeats ---- */
+
+/* The length of name without a trailing "#k" (k a positive decimal number), and k (1 when
+ * there is none): replay's name for the k-th tenant of NAME. */
+static size_t base_length(const char *name, int64_t *run)
+{
+    size_t n = strlen(name), d = n;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    *run = 1;
+    if (d == n || d == 0 || name[d - 1] != '#' || name[d] == '0' || n - d > 18)
+        return n;
+    *run = strtoll(name + d, NULL, 10);
+    return d - 1;
+}
+
+/* A finding with what grouping compares, computed once: the length of its (first two)
+ * names without "#k", its run, its report position. */
+typedef struct repeat_key {
+    const tlsan_finding *f;
+    size_t base_len[2];
+    int64_t run;
+    size_t index;
+} repeat_key;
+
+/* Whether the keys are of one group: same plan, kind and names without "#k" (a
+ * cache-key-collision names tensors of two plans: never a repeat). */
+static int cmp_group(const repeat_key *x, const repeat_key *y)
+{
+    const tlsan_finding *a = x->f, *b = y->f;
+    int c = cmp_i64(a->plan_index, b->plan_index);
+    if (c)
+        return c;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->n_tensors != b->n_tensors)
+        return a->n_tensors < b->n_tensors ? -1 : 1;
+    if (a->kind == TLSAN_KIND_CACHE_KEY_COLLISION || a->n_tensors > 2)
+        return cmp_i64((int64_t)x->index, (int64_t)y->index);
+    for (size_t i = 0; i < a->n_tensors; i++) {
+        size_t la = x->base_len[i], lb = y->base_len[i];
+        c = strncmp(a->tensors[i], b->tensors[i], la < lb ? la : lb);
+        if (c)
+            return c;
+        if (la != lb)
+            return la < lb ? -1 : 1;
+    }
+    return 0;
+}
+
+/* By group, then run, then report position. */
+static int cmp_repeat(const void *px, const void *py)
+{
+    const repeat_key *x = px, *y = py;
+    int c = cmp_group(x, y);
+    if (c)
+        return c;
+    if ((c = cmp_i64(x->run, y->run)) != 0)
+        return c;
+    return cmp_i64((int64_t)x->index, (int64_t)y->index);
+}
+
+int report_group_repeats(tlsan_report *r)
+{
+    size_t n = r->n_findings;
+    if (n == 0)
+        return 0;
+    repeat_key *keys = malloc(n * sizeof *keys);
+    bool *dropped = calloc(n, sizeof *dropped);
+    if (!keys || !dropped) {
+        free(keys);
+        free(dropped);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tlsan_finding *f = &r->findings[i];
+        repeat_key *k = &keys[i];
+        *k = (repeat_key){.f = f, .run = 1, .index = i};
+        for (size_t t = 0; t < f->n_tensors && t < 2; t++) {
+            int64_t run;
+            k->base_len[t] = base_length(f->tensors[t], &run);
+            k->run = run > k->run ? run : k->run;
+        }
+        f->repeats = 1;
+        f->first_run = f->last_run = k->run;
+    }
+    qsort(keys, n, sizeof *keys, cmp_repeat);
+    for (size_t g = 0; g < n;) {
+        size_t e = g + 1;
+        while (e < n && cmp_group(&keys[g], &keys[e]) == 0)
+            e++;
+        tlsan_finding *head = &r->findings[keys[g].index];
+        head->repeats = e - g;
+        head->last_run = keys[e - 1].run; /* the keys of a group are sorted by run */
+        for (size_t k = g + 1; k < e; k++)
+            dropped[keys[k].index] = true;
+        g = e;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dropped[i]) {
+            free((void *)(uintptr_t)r->findings[i].tensors);
+            continue;
+        }
+        r->findings[kept++] = r->findings[i];
+    }
+    r->n_findings = kept;
+    free(keys);
+    free(dropped);
+    return report_link_causes(r);
+}
+
 const char *report_plan_label(const tlsan_report *r, size_t i, char *buf, size_t buf_bytes)
 {
     if (i < r->n_plans) {

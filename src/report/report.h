@@ -87,6 +87,12 @@ int report_add(tlsan_report *r, const tlsan_finding *f, const char *fmt, ...)
  * each finding to its cause (report_link_causes). 0, or -1 when out of memory. */
 int report_sort(tlsan_report *r);
 
+/* tlsan_check_options.group_repeats: merges the findings of one plan and kind whose tensor
+ * names are equal once a trailing "#k" is dropped into the first of them (lowest run), with
+ * repeats, first_run and last_run set; keeps report order and relinks causes. 0, or -1 when
+ * out of memory (findings may then be grouped, their causes unset). */
+int report_group_repeats(tlsan_report *r);
+
 /* The plan a finding belongs to. */
 static inline const tlsan_plan *report_plan_of(const tlsan_report *r, const tlsan_finding *f)
 {

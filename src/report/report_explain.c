@@ -530,6 +530,9 @@ void report_access_suggestion(const tlsan_report *r, const access_cause *c, char
 
 size_t report_count_effects(const tlsan_report *r, size_t cause)
 {
+    /* only a declared lifetime is a cause: a report of many findings asks this of each */
+    if (cause >= r->n_findings || r->findings[cause].kind != TLSAN_KIND_LIFETIME_TOO_SHORT)
+        return 0;
     size_t n = 0;
     for (size_t i = 0; i < r->n_findings; i++)
         n += r->findings[i].cause == (int64_t)cause;

@@ -322,6 +322,17 @@ void report_gen_finding_details(report_gen *j, const tlsan_report *r, const tlsa
         report_gen_str(j, "approximate");
         report_gen_bool(j, true);
     }
+    if (f->repeats > 1) {
+        report_gen_str(j, "repeats");
+        report_gen_open_map(j);
+        report_gen_str(j, "count");
+        report_gen_u64(j, f->repeats);
+        report_gen_str(j, "first_run");
+        report_gen_i64(j, f->first_run);
+        report_gen_str(j, "last_run");
+        report_gen_i64(j, f->last_run);
+        report_gen_close_map(j);
+    }
     gen_explanations(j, r, f);
 }
 

@@ -432,6 +432,11 @@ static void put_body(text_out *o, const tlsan_report *r, const tlsan_finding *f,
     step_label labels[MAX_LABELS];
     size_t n_labels = report_step_labels(r, f, labels, MAX_LABELS);
     put(o, "%s\n", f->message);
+    if (f->repeats > 1)
+        put(o,
+            "  repeated: %zu findings of this kind on tenants of the same names (NAME#k: the "
+            "k-th bind), from run %" PRId64 " to run %" PRId64 "; the first is shown\n",
+            f->repeats, f->first_run, f->last_run);
     if (f->cause >= 0 && (size_t)f->cause < r->n_findings) {
         const tlsan_finding *c = &r->findings[f->cause];
         put(o, "  follows from: %s on '%s' (above): ", tlsan_kind_name(c->kind), c->tensors[0]);

@@ -399,6 +399,59 @@ static void long_reuse_chain_on_two_streams(void **state)
     }
 }
 
+/* A run repeated n times on two streams, as replay rebuilds it, where each run's y is read
+ * on the host after the host's record that lets the next run start (enqueued while the host
+ * still reads): each y is unordered with the next run's, and only with it. */
+static char *late_host_runs(unsigned n)
+{
+    char *j = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&j, &len);
+    assert_non_null(f);
+    fprintf(f, "{\"tlsan_plan\":1,\"arenas\":[{\"name\":\"a0\",\"bytes\":256}],\"tensors\":["
+               "{\"name\":\"x\",\"bytes\":64,\"arena\":\"a0\",\"offset\":0,\"input\":true}");
+    for (unsigned r = 1; r <= n; r++)
+        fprintf(f, ",{\"name\":\"y#%u\",\"bytes\":64,\"arena\":\"a0\",\"offset\":64}", r);
+    fprintf(f, "],\"ops\":[");
+    for (unsigned r = 1; r <= n; r++) {
+        if (r >= 3)
+            fprintf(f, "{\"name\":\"enqueue#%u\",\"wait\":\"host\",\"stream\":\"s1\"},", r);
+        fprintf(f,
+                "{\"name\":\"k1#%u\",\"reads\":[\"x\"],\"writes\":[\"y#%u\"],\"stream\":\"s1\"},"
+                "{\"name\":\"rec#%u\",\"record\":\"e1\",\"stream\":\"s1\"},"
+                "{\"name\":\"wait#%u\",\"wait\":\"e1\"},"
+                "{\"name\":\"host#%u\",\"record\":\"host\"},"
+                "{\"name\":\"post#%u\",\"reads\":[\"y#%u\"]}%s",
+                r, r, r, r, r, r, r, r == n ? "" : ",");
+    }
+    fprintf(f, "]}");
+    fclose(f);
+    return j;
+}
+
+/* The segment of that slot fails a link at every tenant: each later tenant is judged by the
+ * clocks' range-max trees, and exactly the n - 1 pairs of consecutive runs are found. */
+static void reuse_bug_in_every_run(void **state)
+{
+    (void)state;
+    const unsigned n = 5000;
+    char *j = late_host_runs(n);
+    tlsan_plan *p = tcheck_plan(j);
+    tlsan_report *r = NULL;
+    assert_int_equal(tlsan_check(p, NULL, &r), TLSAN_OK);
+    assert_int_equal(tlsan_report_count(r), n - 1);
+    assert_int_equal(tlsan_report_count_kind(r, TLSAN_KIND_UNORDERED_REUSE), n - 1);
+    for (size_t i = 0; i < n - 1; i++) {
+        const tlsan_finding *f = tlsan_report_finding(r, i);
+        unsigned a = (unsigned)strtoul(f->tensors[0] + 2, NULL, 10);
+        unsigned b = (unsigned)strtoul(f->tensors[1] + 2, NULL, 10);
+        assert_int_equal(a > b ? a - b : b - a, 1);
+    }
+    tlsan_report_free(r);
+    tlsan_plan_free(p);
+    free(j);
+}
+
 /* A constant is live from before the first op to after the last. */
 static void constant_is_live_throughout(void **state)
 {
@@ -456,6 +509,7 @@ int main(void)
         cmocka_unit_test(view_layout_and_lifetime),
         cmocka_unit_test(constant_is_live_throughout),
         cmocka_unit_test(long_reuse_chain_on_two_streams),
+        cmocka_unit_test(reuse_bug_in_every_run),
         cmocka_unit_test(deep_view_chains),
         cmocka_unit_test(arena_stats),
     };

@@ -37,11 +37,12 @@
 /* Fills *set from tlsan_check(); *report keeps the names alive (the caller frees it).
  * Returns 0, or -1 when the check failed or reported a malformed or repeated finding (then
  * `problem` says what). */
-static int fast_findings(const tlsan_plan *p, tlsan_report **report, brute_findings *set,
-                         char *problem, size_t problem_bytes)
+static int fast_findings(const tlsan_plan *p, bool order_reads, tlsan_report **report,
+                         brute_findings *set, char *problem, size_t problem_bytes)
 {
     *report = NULL;
-    tlsan_status st = tlsan_check(p, NULL, report);
+    tlsan_check_options options = {.order_reads = order_reads};
+    tlsan_status st = tlsan_check(p, &options, report);
     if (st != TLSAN_OK) {
         snprintf(problem, problem_bytes, "tlsan_check returned status %d", (int)st);
         return -1;
@@ -105,19 +106,19 @@ typedef enum verdict { AGREE, DISAGREE, BROKEN } verdict;
 
 /* Compares; when `kind` is not TLSAN_KIND_COUNT_, a disagreement only counts when some
  * finding of that kind differs (the shrinker keeps chasing the same bug). */
-static verdict compare(const tlsan_plan *p, tlsan_kind kind, FILE *log)
+static verdict compare(const tlsan_plan *p, bool order_reads, tlsan_kind kind, FILE *log)
 {
     brute_findings slow = {0}, fast = {0};
     tlsan_report *report = NULL;
     char problem[256] = "";
     verdict v = AGREE;
-    if (brute_check(p, &slow) != 0) {
+    if (brute_check_with(p, order_reads, &slow) != 0) {
         if (log)
             fprintf(log, "brute_check gave up\n");
         v = BROKEN;
         goto out;
     }
-    if (fast_findings(p, &report, &fast, problem, sizeof problem) != 0) {
+    if (fast_findings(p, order_reads, &report, &fast, problem, sizeof problem) != 0) {
         if (log)
             fprintf(log, "%s\n", problem);
         v = DISAGREE;
@@ -440,7 +441,7 @@ static bool e_edit(e_plan *e, size_t which)
 
 /* Shrinks the plan while the disagreement of `kind` remains; returns the smallest plan
  * (owned by the caller) or NULL when no edit helped. */
-static tlsan_plan *shrink(const tlsan_plan *start, tlsan_kind kind)
+static tlsan_plan *shrink(const tlsan_plan *start, bool order_reads, tlsan_kind kind)
 {
     e_plan *cur = malloc(sizeof *cur), *cand = malloc(sizeof *cand);
     tlsan_plan *best = NULL;
@@ -458,7 +459,7 @@ static tlsan_plan *shrink(const tlsan_plan *start, tlsan_kind kind)
             tlsan_plan *p = e_build(cand);
             if (!p)
                 continue;
-            if (compare(p, kind, NULL) == DISAGREE) {
+            if (compare(p, order_reads, kind, NULL) == DISAGREE) {
                 *cur = *cand;
                 tlsan_plan_free(best);
                 best = p;
@@ -487,7 +488,7 @@ static tlsan_plan *make_plan(uint64_t seed, const randplan_opts *opt, int shape,
 }
 
 static unsigned long sweep_of(const char *label, const randplan_opts *opt, int shape,
-                              unsigned long n_seeds)
+                              bool order_reads, unsigned long n_seeds)
 {
     unsigned long disagreements = 0;
     for (unsigned long seed = 1; seed <= n_seeds; seed++) {
@@ -498,19 +499,19 @@ static unsigned long sweep_of(const char *label, const randplan_opts *opt, int s
                     why);
             fail();
         }
-        verdict v = compare(p, TLSAN_KIND_COUNT_, NULL);
+        verdict v = compare(p, order_reads, TLSAN_KIND_COUNT_, NULL);
         assert_int_not_equal(v, BROKEN);
         if (v == DISAGREE && ++disagreements <= MAX_PRINTED) {
             fprintf(stderr, "==== %s seed %lu: the checkers disagree\n", label, seed);
-            compare(p, TLSAN_KIND_COUNT_, stderr);
+            compare(p, order_reads, TLSAN_KIND_COUNT_, stderr);
             brute_plan_dump(p, stderr);
             /* Shrink towards the first differing kind. */
             brute_findings slow = {0}, fast = {0};
             tlsan_report *report = NULL;
             char problem[256];
             tlsan_kind kind = TLSAN_KIND_COUNT_;
-            if (brute_check(p, &slow) == 0 &&
-                fast_findings(p, &report, &fast, problem, sizeof problem) == 0) {
+            if (brute_check_with(p, order_reads, &slow) == 0 &&
+                fast_findings(p, order_reads, &report, &fast, problem, sizeof problem) == 0) {
                 const brute_finding *d = first_difference(&slow, &fast);
                 if (d)
                     kind = d->kind;
@@ -518,11 +519,11 @@ static unsigned long sweep_of(const char *label, const randplan_opts *opt, int s
             brute_findings_clear(&slow);
             brute_findings_clear(&fast);
             tlsan_report_free(report);
-            tlsan_plan *small = shrink(p, kind);
+            tlsan_plan *small = shrink(p, order_reads, kind);
             if (small) {
                 fprintf(stderr, "---- %s seed %lu shrunk (%s):\n", label, seed,
                         kind == TLSAN_KIND_COUNT_ ? "any kind" : brute_kind_name(kind));
-                compare(small, kind, stderr);
+                compare(small, order_reads, kind, stderr);
                 brute_plan_dump(small, stderr);
                 tlsan_plan_free(small);
             }
@@ -535,7 +536,7 @@ static unsigned long sweep_of(const char *label, const randplan_opts *opt, int s
 
 static unsigned long sweep(const char *label, const randplan_opts *opt, unsigned long n_seeds)
 {
-    return sweep_of(label, opt, -1, n_seeds);
+    return sweep_of(label, opt, -1, false, n_seeds);
 }
 
 static unsigned long n_seeds(void);
@@ -547,11 +548,66 @@ static void test_random_shape_plans(void **state)
 {
     (void)state;
     static const char *const labels[] = {"shape streams", "shape branchy", "shape dataflow",
-                                         "shape views"};
+                                         "shape views", "shape engine"};
     unsigned long bad = 0;
-    for (int k = SHAPEPLAN_STREAMS; k <= SHAPEPLAN_VIEWS; k++)
-        bad += sweep_of(labels[k], NULL, k, n_seeds());
+    for (int k = SHAPEPLAN_STREAMS; k <= SHAPEPLAN_ENGINE; k++)
+        bad += sweep_of(labels[k], NULL, k, false, n_seeds());
     assert_int_equal(bad, 0);
+    /* the engine shape has what it is for: many tenants per byte on several streams, and
+     * reuses the order misses among them */
+    unsigned long unordered = 0, streams = 0, tenants = 0;
+    for (unsigned long seed = 1; seed <= n_seeds(); seed++) {
+        tlsan_plan *p = shapeplan_make(seed, SHAPEPLAN_ENGINE, NULL, 0);
+        assert_non_null(p);
+        brute_findings slow = {0};
+        assert_int_equal(brute_check(p, &slow), 0);
+        for (size_t i = 0; i < slow.n; i++)
+            if (slow.v[i].kind == TLSAN_KIND_UNORDERED_REUSE) {
+                unordered++;
+                break;
+            }
+        streams += p->n_streams > 2;
+        tenants += p->n_tensors;
+        brute_findings_clear(&slow);
+        tlsan_plan_free(p);
+    }
+    fprintf(stderr,
+            "shape engine: %lu plans with an unordered reuse, %lu on 3 or 4 streams, %.1f "
+            "tensors per plan\n",
+            unordered, streams, (double)tenants / (double)n_seeds());
+    assert_true(unordered > n_seeds() / 4);
+    assert_true(streams > n_seeds() / 4);
+}
+
+/* tlsan_check_options.order_reads: every read judged against the order model, on the
+ * plans of every sweep above that has several streams. */
+static void test_random_order_reads(void **state)
+{
+    (void)state;
+    randplan_opts order = {RANDPLAN_NO_LAYOUT | RANDPLAN_NO_BRANCHES, 12, 6, 0};
+    randplan_opts branchy = {RANDPLAN_NO_LAYOUT, 16, 8, 6};
+    unsigned long bad = sweep_of("order_reads default", NULL, -1, true, n_seeds());
+    bad += sweep_of("order_reads order", &order, -1, true, n_seeds());
+    bad += sweep_of("order_reads branchy", &branchy, -1, true, n_seeds());
+    bad += sweep_of("order_reads shape streams", NULL, SHAPEPLAN_STREAMS, true, n_seeds());
+    bad += sweep_of("order_reads shape branchy", NULL, SHAPEPLAN_BRANCHY, true, n_seeds());
+    bad += sweep_of("order_reads shape engine", NULL, SHAPEPLAN_ENGINE, true, n_seeds());
+    assert_int_equal(bad, 0);
+    /* the sweeps hold such reads: plans where the option adds a finding */
+    unsigned long added = 0;
+    for (unsigned long seed = 1; seed <= n_seeds(); seed++) {
+        tlsan_plan *p = randplan_make(seed, &order, NULL, 0);
+        assert_non_null(p);
+        brute_findings with = {0}, without = {0};
+        assert_int_equal(brute_check_with(p, true, &with), 0);
+        assert_int_equal(brute_check(p, &without), 0);
+        added += with.n > without.n;
+        brute_findings_clear(&with);
+        brute_findings_clear(&without);
+        tlsan_plan_free(p);
+    }
+    fprintf(stderr, "order_reads order: %lu plans with a read no write is ordered before\n", added);
+    assert_true(added > n_seeds() / 20);
 }
 
 static unsigned long n_seeds(void)
@@ -628,7 +684,8 @@ static void test_union_of_paths_is_conservative(void **state)
         assert_non_null(p);
         brute_findings slow = {0};
         tlsan_report *r = NULL;
-        assert_int_equal(brute_check(p, &slow), 0);
+        opt.order_reads = seed % 2 == 0; /* half the plans with the order of reads judged */
+        assert_int_equal(brute_check_with(p, opt.order_reads, &slow), 0);
         assert_int_equal(tlsan_check(p, &opt, &r), TLSAN_OK);
         for (size_t i = 0; i < tlsan_report_count(r); i++)
             approximate += tlsan_report_finding(r, i)->approximate;
@@ -725,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_random_order_plans),
         cmocka_unit_test(test_random_branchy_plans),
         cmocka_unit_test(test_random_shape_plans),
+        cmocka_unit_test(test_random_order_reads),
         cmocka_unit_test(test_random_roundtrip),
         cmocka_unit_test(test_union_of_paths_is_conservative),
     };

@@ -7,24 +7,12 @@
 # (docs/runtime.md, "Options").
 # Usage: options.sh TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]
 set -u -o pipefail
-bin=${1:?usage: options.sh TLSAN_BIN}
-export LC_ALL=C
-build=$(cd "$(dirname "$bin")" && pwd)
-bin=$build/$(basename "$bin")
-shim=$build/libtlsan.so
+. "$(dirname "$0")/../shim/lib/common.bash"
+cli_shim_setup options.sh "$@"
 engine=$build/examples/engine/engine
-[ -f "$shim" ] || { echo "SKIP: no $shim (the sanitizer build has no shim library)"; exit 77; }
 [ -x "$engine" ] || { echo "SKIP: needs the example engine in $build"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset TLSAN_OPTIONS TLSAN_TRACE_DIR LD_PRELOAD
 export TMPDIR=$tmp/tmpdir
 mkdir -p "$TMPDIR"
-
-# ok and bad, shared with the shim's script tests.
-. "$(dirname "$0")/../shim/lib/common.bash"
-passed=0
-failed=0
 
 # What differs from one run to the next: process ids and addresses (ASLR).
 normalize() {
@@ -97,6 +85,14 @@ if [ "$(sed -n '/^tlsan: TLSAN_OPTIONS=/,$p' "$tmp/help.out")" = "$(cat "$tmp/sh
 else
     bad "tlsan run --help: options table differs from help=1's: $(diff <(sed -n '/^tlsan: TLSAN_OPTIONS=/,$p' \
         "$tmp/help.out") "$tmp/shimhelp.err" | head -5)"
+fi
+
+# A value the shim clamps (redzone, at most 1 MiB) is said once and shown as used.
+TLSAN_OPTIONS=verbosity=1:redzone=100000000 LD_PRELOAD=$shim sh -c true 2>"$tmp/clamp.err"
+got=$(sed -E -e 's/==[0-9]+==/==PID==/' -e 's/ stack_depth=.*//' "$tmp/clamp.err")
+if [ "$got" = "tlsan: TLSAN_OPTIONS: redzone=100000000 is over 1 MiB: using 1048576
+==PID==tlsan: active (quarantine_mb=8 fill=1 redzone=1048576" ]; then ok; else
+    bad "redzone=100000000: got: $got"
 fi
 
 echo "options.sh: $passed passed, $failed failed"

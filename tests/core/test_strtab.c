@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/strtab.h"
+#include "support/splitmix.h"
 
 static void ids_are_dense_and_stable(void **state)
 {
@@ -108,11 +109,65 @@ static void numbered_and_other_names_mix(void **state)
     strtab_free(&t);
 }
 
+/* Brute-force twin: random names of digits, two letters and '_' (so that prefixes, suffixes
+ * and runs of digits of every length meet, and the latest prefix's quick match is tried on
+ * names it must not take), each id checked against a linear search of the names so far. */
+static void random_names_match_a_linear_search(void **state)
+{
+    (void)state;
+    enum { N_NAMES = 4000, MAX_LEN = 16 };
+    static char names[N_NAMES][MAX_LEN + 1];
+    static const char alphabet[] = "0123456789012tv_";
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        uint64_t rng = seed;
+        strtab t;
+        strtab_init(&t);
+        uint32_t n_distinct = 0;
+        char name[MAX_LEN + 1];
+        for (int k = 0; k < N_NAMES; k++) {
+            /* mostly PREFIX + number + SUFFIX, with runs of digits of every length in all
+             * three parts, so that the latest prefix's quick match meets names it must not
+             * take (t12_v22 is t12_v + 22 while t123_v22 is t + 123 + _v22) */
+            static const char *const parts[] = {"",     "t",   "_v",  "_v2",
+                                                "_v22", "a1b", ".x1", "t12_v"};
+            size_t n_parts = sizeof parts / sizeof parts[0], len = 0;
+            if (splitmix_next(&rng) % 4) {
+                const char *pre = parts[splitmix_next(&rng) % n_parts];
+                const char *suf = parts[splitmix_next(&rng) % n_parts];
+                static const unsigned below[] = {10, 100, 1000, 10000};
+                unsigned number = (unsigned)(splitmix_next(&rng) % below[splitmix_next(&rng) % 4]);
+                len = (size_t)snprintf(name, sizeof name, "%s%u%s", pre, number, suf);
+            } else {
+                len = 1 + (size_t)(splitmix_next(&rng) % MAX_LEN);
+                for (size_t i = 0; i < len; i++)
+                    name[i] = alphabet[splitmix_next(&rng) % (sizeof alphabet - 1)];
+            }
+            name[len] = '\0';
+            uint32_t want = STRTAB_NONE;
+            for (uint32_t i = 0; i < n_distinct && want == STRTAB_NONE; i++)
+                if (strcmp(names[i], name) == 0)
+                    want = i;
+            assert_int_equal(strtab_find(&t, name, len), want);
+            if (want == STRTAB_NONE) {
+                want = n_distinct;
+                memcpy(names[n_distinct++], name, len + 1);
+            }
+            assert_int_equal(strtab_intern(&t, name, len), want);
+        }
+        for (uint32_t i = 0; i < n_distinct; i++) {
+            assert_int_equal(strtab_find(&t, names[i], strlen(names[i])), i);
+            assert_string_equal(strtab_str(&t, i), names[i]);
+        }
+        strtab_free(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ids_are_dense_and_stable),
         cmocka_unit_test(numbered_and_other_names_mix),
+        cmocka_unit_test(random_names_match_a_linear_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

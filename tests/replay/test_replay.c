@@ -230,10 +230,13 @@ static void test_unbound_name_warned(void **state)
  * per run binds y, enqueues k1 on stream 1 (reads x, writes y), waits for k1's event and reads
  * y in its host op "post". The next run's y (y#2, ...) takes y's bytes: k1 of that run is
  * enqueued after "post" ended, so a real queue runs it after "post" and nothing is unordered.
- * The bug QUEUE_POST_LATE: the host enqueues the next run's k1 while "post" still reads y. */
-enum queue_bug { QUEUE_CORRECT, QUEUE_POST_LATE };
+ * The bug QUEUE_POST_LATE: the host enqueues the next run's k1 while "post" still reads y.
+ * The bug QUEUE_NO_WAIT: the host does not wait for k1's event before "post" reads y. The run
+ * is checked as tlsan replay checks it (order_reads). */
+enum queue_bug { QUEUE_CORRECT, QUEUE_POST_LATE, QUEUE_NO_WAIT };
 
-static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, tlsan_plan **plan_out)
+static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, bool grouped,
+                                        tlsan_plan **plan_out)
 {
     tracegen g = {0};
     tg_header(&g, 11);
@@ -254,7 +257,8 @@ static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, tlsan_plan
             tg_rec(&g, 10, "u", U(post_open));
         tg_rec(&g, 10, "u", U(k1));
         tg_rec(&g, 11, "uuu", U(1), U(1), U(0)); /* record e1 on s1 */
-        tg_rec(&g, 12, "uuu", U(1), U(0), U(0)); /* wait e1 on main */
+        if (bug != QUEUE_NO_WAIT)
+            tg_rec(&g, 12, "uuu", U(0), U(1), U(0)); /* wait e1 on main (stream, event) */
         uint64_t post = id++;
         tg_rec(&g, 9, "uuuuuuuuu", U(post), U(6), U(0), U(1), U(3), U(0), U(0), U(0), U(1));
         post_open = post;
@@ -272,7 +276,8 @@ static tlsan_report *check_queue_engine(int runs, enum queue_bug bug, tlsan_plan
     tlsan_plan *plan = NULL;
     assert_int_equal(replay_build(t, NULL, false, NULL, &plan, &err), TLSAN_OK);
     tlsan_report *report = NULL;
-    assert_int_equal(tlsan_check(plan, NULL, &report), TLSAN_OK);
+    tlsan_check_options options = {.order_reads = true, .group_repeats = grouped};
+    assert_int_equal(tlsan_check(plan, &options, &report), TLSAN_OK);
     if (getenv("TLSAN_TEST_DEBUG")) {
         tlsan_plan_write(plan, stderr, true);
         tlsan_report_write(report, TLSAN_FORMAT_TEXT, NULL, stderr);
@@ -288,7 +293,7 @@ static void test_queue_order(void **state)
     (void)state;
     /* 4,950 unordered-reuse findings (every pair of y's tenants) without the queue order. */
     tlsan_plan *plan = NULL;
-    tlsan_report *report = check_queue_engine(100, QUEUE_CORRECT, &plan);
+    tlsan_report *report = check_queue_engine(100, QUEUE_CORRECT, false, &plan);
     assert_int_equal(tlsan_report_count(report), 0);
     tlsan_report_free(report);
     tlsan_plan_free(plan);
@@ -298,7 +303,7 @@ static void test_queue_bugs_found(void **state)
 {
     (void)state;
     tlsan_plan *plan = NULL;
-    tlsan_report *report = check_queue_engine(3, QUEUE_POST_LATE, &plan);
+    tlsan_report *report = check_queue_engine(3, QUEUE_POST_LATE, false, &plan);
     assert_int_equal(tlsan_report_count(report), 2);
     const char *pairs[2][2] = {{"y", "y#2"}, {"y#2", "y#3"}};
     for (size_t i = 0; i < 2; i++) {
@@ -312,6 +317,119 @@ static void test_queue_bugs_found(void **state)
     tlsan_plan_free(plan);
 }
 
+/* A host op reading what a stream op wrote without waiting for its event: the reuse of the
+ * bytes is ordered (by the queue order), the read is not. */
+static void test_read_without_wait_found(void **state)
+{
+    (void)state;
+    tlsan_plan *plan = NULL;
+    tlsan_report *report = check_queue_engine(3, QUEUE_NO_WAIT, false, &plan);
+    assert_int_equal(tlsan_report_count(report), 3);
+    const char *names[3] = {"y", "y#2", "y#3"};
+    const char *readers[3] = {"post", "post#2", "post#3"};
+    const char *writers[3] = {"k1", "k1#2", "k1#3"};
+    for (size_t i = 0; i < 3; i++) {
+        const tlsan_finding *f = tlsan_report_finding(report, i);
+        assert_int_equal(f->kind, TLSAN_KIND_READ_BEFORE_WRITE);
+        assert_int_equal(f->n_tensors, 1);
+        assert_string_equal(f->tensors[0], names[i]);
+        assert_string_equal(tlsan_plan_op_name(plan, (size_t)f->op_index), readers[i]);
+        assert_string_equal(tlsan_plan_op_name(plan, (size_t)f->op_index2), writers[i]);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "op '%s' (step %lld) reads '%s', which op '%s' (step %lld) writes, but no "
+                 "write of it is ordered before the read (missing event or sync?)",
+                 readers[i], (long long)f->op_index, names[i], writers[i], (long long)f->op_index2);
+        assert_string_equal(f->message, want);
+    }
+    tlsan_report_free(report);
+    /* as plan-format v1 judges the exported plan (no order_reads): races between the accesses
+     * of one root are out of scope there */
+    assert_int_equal(tlsan_check(plan, NULL, &report), TLSAN_OK);
+    assert_int_equal(tlsan_report_count(report), 0);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+}
+
+static char *report_text(const tlsan_report *report, tlsan_format format)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(tlsan_report_write(report, format, "t", f), TLSAN_OK);
+    fclose(f);
+    return text;
+}
+
+static size_t count_of(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *s = strstr(text, what); s; s = strstr(s + 1, what))
+        n++;
+    return n;
+}
+
+/* One finding per cause: the bug of every run (1,000 runs) is one finding with its count and
+ * its first and last run, in every format, and the text report stays a few lines long. */
+static void test_repeats_grouped(void **state)
+{
+    (void)state;
+    tlsan_plan *plan = NULL;
+    tlsan_report *report = check_queue_engine(1000, QUEUE_POST_LATE, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    const tlsan_finding *f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->kind, TLSAN_KIND_UNORDERED_REUSE);
+    assert_string_equal(f->tensors[0], "y");
+    assert_string_equal(f->tensors[1], "y#2");
+    assert_int_equal(f->repeats, 999); /* y and y#2, ..., y#999 and y#1000 */
+    assert_int_equal(f->first_run, 2);
+    assert_int_equal(f->last_run, 1000);
+    char *text = report_text(report, TLSAN_FORMAT_TEXT);
+    assert_non_null(strstr(text, "\n  repeated: 999 findings of this kind on tenants of the same "
+                                 "names (NAME#k: the k-th bind), from run 2 to run 1000; the "
+                                 "first is shown\n"));
+    assert_non_null(strstr(text, "SUMMARY: tlsan: 1 finding (unordered-reuse x1) in t\n"));
+    assert_true(count_of(text, "\n") < 40);
+    free(text);
+    char *json = report_text(report, TLSAN_FORMAT_JSON);
+    assert_int_equal(
+        count_of(json, "\"repeats\":{\"count\":999,\"first_run\":2,\"last_run\":1000}"), 1);
+    free(json);
+    char *sarif = report_text(report, TLSAN_FORMAT_SARIF);
+    assert_int_equal(count_of(sarif, "\"ruleId\""), 1);
+    assert_int_equal(
+        count_of(sarif, "\"repeats\":{\"count\":999,\"first_run\":2,\"last_run\":1000}"), 1);
+    free(sarif);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+
+    /* single-tensor findings: the read without a wait in each of 500 runs */
+    report = check_queue_engine(500, QUEUE_NO_WAIT, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->kind, TLSAN_KIND_READ_BEFORE_WRITE);
+    assert_string_equal(f->tensors[0], "y");
+    assert_int_equal(f->repeats, 500);
+    assert_int_equal(f->first_run, 1);
+    assert_int_equal(f->last_run, 500);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+
+    /* a clean run stays clean; a finding alone has repeats 1 */
+    report = check_queue_engine(1, QUEUE_NO_WAIT, true, &plan);
+    assert_int_equal(tlsan_report_count(report), 1);
+    f = tlsan_report_finding(report, 0);
+    assert_int_equal(f->repeats, 1);
+    assert_int_equal(f->first_run, 1);
+    assert_int_equal(f->last_run, 1);
+    text = report_text(report, TLSAN_FORMAT_TEXT);
+    assert_null(strstr(text, "repeated"));
+    free(text);
+    tlsan_report_free(report);
+    tlsan_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_odd_annotations),
         cmocka_unit_test(test_queue_order),
         cmocka_unit_test(test_queue_bugs_found),
+        cmocka_unit_test(test_read_without_wait_found),
+        cmocka_unit_test(test_repeats_grouped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

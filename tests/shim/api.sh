@@ -11,7 +11,6 @@ shim_test_setup api.sh "$@"
 prog=$progs/prog_api
 [ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
 
-
 # run OPTIONS MODE: runs prog_api MODE under the shim; sets rc, out, err.
 run() {
     rm -f "$tmp"/*.trace
@@ -19,16 +18,6 @@ run() {
     rc=$?
     out=$(cat "$tmp/out")
     err=$(cat "$tmp/err")
-}
-# expect_count TEXT PATTERN N WHAT: PATTERN (grep -E) matches N lines of TEXT.
-# expect_stack TEXT TITLE FUNC WHAT: the stack under "TITLE:" has FUNC in frame #0.
-expect_stack() {
-    local frame
-    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
-    case "$frame" in
-        *"#0 "*" in $3+"*) ok ;;
-        *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
-    esac
 }
 
 # ---- clean runs: silent, exit 0 ----
@@ -49,10 +38,10 @@ for opts in "" checksum=all checksum=off; do
     expect_count "$err" "$pid_line" 1 "$what"
     expect_count "$err" "${pid_line}live-corruption on tensor 'h1' in arena 'a0' bytes \[8192, 12192\)$" 1 "$what"
     expect_in "$err" "op 'scale_9' wrote 'tmp' (bytes [9216, 10240)) over 'h1' while 'h1' was still live; op 'add_3' reads it afterwards" "$what"
-    expect_stack "$err" "last written by op 'mm_1' at" run_op "$what"
-    expect_stack "$err" "read by op 'add_3' at" run_op "$what"
-    expect_stack "$err" "overwritten by op 'scale_9' (writing 'tmp') at" run_op "$what"
-    expect_stack "$err" "'tmp' (bytes [9216, 10240)) bound at" graph "$what"
+    expect_top_frame "$err" "last written by op 'mm_1' at" run_op "$what"
+    expect_top_frame "$err" "read by op 'add_3' at" run_op "$what"
+    expect_top_frame "$err" "overwritten by op 'scale_9' (writing 'tmp') at" run_op "$what"
+    expect_top_frame "$err" "'tmp' (bytes [9216, 10240)) bound at" graph "$what"
     expect_count "$err" "^SUMMARY: tlsan: live-corruption h1 \(last written by op 'mm_1', read by 'add_3', overlapped by 'tmp'\)$" 1 "$what"
 done
 
@@ -63,8 +52,8 @@ expect_count "$err" "${pid_line}stale-write at arena 'a0' offset 8292 " 1 stale
 expect_in "$err" "released bytes changed before their next tenant 'h4' was bound" stale
 expect_in "$err" "expected the sentinel fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f" stale
 expect_in "$err" "found                 00 00 00 00 00 00 00 00 fe 7f fe 7f fe 7f fe 7f" stale
-expect_stack "$err" "'h1' (bytes [8192, 12192)) previous tenant, released at" graph stale
-expect_stack "$err" "'h4' (bytes [8192, 12192)) new tenant, bound at" graph stale
+expect_top_frame "$err" "'h1' (bytes [8192, 12192)) previous tenant, released at" graph stale
+expect_top_frame "$err" "'h4' (bytes [8192, 12192)) new tenant, bound at" graph stale
 expect_count "$err" "^SUMMARY: tlsan: stale-write at a0\+8292 \(released by 'h1', rebound as 'h4'\)$" 1 stale
 # Without fills there is no sentinel to break: the stale write goes unseen.
 run exitcode=23:fill=0 stale
@@ -75,8 +64,8 @@ expect_rc 23 uar
 expect_count "$err" "$pid_line" 1 uar
 expect_count "$err" "${pid_line}use-after-release on tensor 'h1'$" 1 uar
 expect_in "$err" "op 'relu_4' reads 'h1' (arena 'a0', bytes [8192, 12192)) after its release" uar
-expect_stack "$err" "read by op 'relu_4' at" run_op uar
-expect_stack "$err" "released at" graph uar
+expect_top_frame "$err" "read by op 'relu_4' at" run_op uar
+expect_top_frame "$err" "released at" graph uar
 expect_count "$err" "^SUMMARY: tlsan: use-after-release h1 \(released, read by op 'relu_4'\)$" 1 uar
 
 run exitcode=23 overflow
@@ -84,7 +73,7 @@ expect_rc 23 overflow
 expect_count "$err" "$pid_line" 1 overflow
 expect_count "$err" "${pid_line}slot-overflow on tensor 'h1' in arena 'a0'$" 1 overflow
 expect_in "$err" "op 'mm_1' wrote past the end of 'h1' (bytes [8192, 12192), 4000 bytes planned)" overflow
-expect_stack "$err" "written by op 'mm_1' at" run_op overflow
+expect_top_frame "$err" "written by op 'mm_1' at" run_op overflow
 expect_count "$err" "^SUMMARY: tlsan: slot-overflow h1 \(4000 bytes planned, written by op 'mm_1'\)$" 1 overflow
 
 run exitcode=23 plan-bad
@@ -92,7 +81,7 @@ expect_rc 23 plan-bad
 expect_count "$err" "$pid_line" 1 plan-bad
 expect_count "$err" "${pid_line}live-overlap between 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
 expect_in "$err" "shared bytes: [10240, 12192) (1952 bytes)" plan-bad
-expect_stack "$err" "plan loaded at" graph plan-bad
+expect_top_frame "$err" "plan loaded at" graph plan-bad
 expect_count "$err" "^SUMMARY: tlsan: live-overlap 'h1' and 'h2' in plan 'prog_bad'$" 1 plan-bad
 expect_in "$out" "prog_api: tlsan_plan_load found 1" plan-bad
 

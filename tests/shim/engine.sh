@@ -193,7 +193,7 @@ else
         rc=$?
         rep=$("$bin" replay --format json "$tmp/none.trace" 2>/dev/null | finding_lines)
         if [ "$rc" != 0 ] || [ "$out" != "$plain" ] || [ -n "$rep" ] ||
-            grep -q 'ERROR: tlsan' "$tmp/none.err"; then
+            grep -Eq '(ERROR|WARNING): tlsan' "$tmp/none.err"; then
             fail "none --exec $exec under the shim: exit $rc, replay: $rep"$'\n'"$(cat "$tmp/none.err")"
         else
             pass

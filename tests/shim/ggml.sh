@@ -85,7 +85,7 @@ clean() { # WHAT ARGS...
     "$bin" run --options verbosity=1:ggml_plan_path="$tmp/plan" -- "$graphs" "$@" --runs 3 \
         >"$tmp/shim.out" 2>"$tmp/shim.err"
     local rc=$?
-    if [ "$rc" != 0 ] || grep -q "ERROR: tlsan" "$tmp/shim.err"; then
+    if [ "$rc" != 0 ] || grep -Eq "(ERROR|WARNING): tlsan" "$tmp/shim.err"; then
         fail "$what under tlsan: exit $rc"$'\n'"$(cat "$tmp/shim.err")"
         return
     fi

@@ -4,9 +4,8 @@
 #
 # What is compared, per finding (matched by headline: the shim reports the findings in the
 # checker's report order, tlsan check prints a cause's effects right after it):
-#  - the headline from the kind on: "KIND between 'A' and 'B' in plan 'NAME'" (the shim's
-#    line starts "==PID==ERROR: tlsan: ", tlsan check's "ERROR: tlsan: " or "WARNING: tlsan: ";
-#    the shim writes every report as an ERROR);
+#  - the headline from the severity on: "ERROR: tlsan: KIND between 'A' and 'B' in plan
+#    'NAME'" or "WARNING: ..." for a warning kind (the shim's line starts with "==PID==");
 #  - every body line, byte for byte: from the line after the headline up to, not including,
 #    the first of: the rule of '=', an empty line or "SUMMARY:" (tlsan check), the shim's
 #    "plan loaded at:" (its stack frames and SUMMARY follow). One rewrite: tensors' source
@@ -37,7 +36,7 @@ expect_in "$out" "prog_plan_load: 7 findings" "tlsan_plan_load's count"
 # headline (stable: a body keeps its order).
 findings() {
     awk -v head="$2" -v end="$3" '
-        $0 ~ head { sub(/^.*tlsan: /, ""); h = $0; print h "\tHEAD " h; inside = 1; next }
+        $0 ~ head { sub(/^==[0-9]+==/, ""); h = $0; print h "\tHEAD " h; inside = 1; next }
         inside && $0 ~ end { inside = 0; next }
         inside { print h "\t" $0 }' "$1" | sort -s -t "$(printf '\t')" -k1,1 | cut -f2-
 }

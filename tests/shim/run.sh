@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `tlsan run` and where traces go. The program's own status when nothing is found,
-# `exitcode` (read as the shim reads it) when anything is; every process's trace in one run
+# `tlsan run` and where traces go. The program's own end (status, or the signal it died of),
+# a status of 0 made `exitcode` (read as the shim reads it) when anything was found; every process's trace in one run
 # directory (a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, or --trace-dir), so the summary and the
 # exit status count a descendant that ran in another directory or rewrote TLSAN_OPTIONS;
 # nothing written in the program's directories (git add -A commits no trace file, an
@@ -38,9 +38,6 @@ runit() {
     [ "$n" = 0 ] || rundir=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'tlsan-run.*')
 }
 # expect_eq GOT WANT WHAT
-expect_eq() {
-    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
-}
 # expect_clean_work WHAT: the program's directories hold only what the test put there.
 expect_clean_work() {
     expect_eq "$(cd "$work" && find . -mindepth 1 ! -path ./sub ! -path ./sub/keep | sort | tr '\n' ' ')" \
@@ -118,7 +115,7 @@ expect_rc 2 "--trace-dir that already holds traces"
 expect_eq "$last" "tlsan: error: run: the trace directory given already holds 1 trace ($(echo "$work"/given/tlsan.*.trace)): give an empty or new directory, so the summary counts this run only" "--trace-dir that already holds traces"
 rm -rf given
 runit --options trace_dir=given2 -- "$heap" double
-expect_eq "$rc:$last" "1:tlsan: run: 1 finding (1 double-free); 1 trace in $work/given2 (1 truncated: a process died or called exec); exit status 1" \
+expect_eq "$rc:$last" "134:tlsan: run: 1 finding (1 double-free); 1 trace in $work/given2 (1 truncated: a process died or called exec); killed by signal 6 (Aborted)" \
     "trace_dir in the options is the run directory"
 rm -rf given2
 
@@ -190,13 +187,13 @@ clear_tmpdir
 runit -- sh -c "exit 3"
 expect_eq "$rc:$last" "3:tlsan: run: no findings; no process recorded a trace (nothing annotated, nothing found); exit status 3" "the program's own status"
 runit -- sh -c 'kill -TERM $$'
-expect_rc 143 "killed by a signal: 128+N"
+expect_rc 143 "killed by a signal: dies of it too (143 from a shell)"
 expect_in "$err" "killed by signal 15" "killed by a signal"
 # A program that exits 127 itself (a shell whose last command is not found) is not a failed
-# exec: its run is summarized, a descendant's finding counted.
+# exec: its run is summarized, a descendant's finding counted, its own failing status kept.
 runit -- sh -c "$heap double 2>/dev/null; exec /nonexistent/prog 2>/dev/null"
 expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
-    "1:tlsan: run: 1 finding (1 double-free); 1 trace in DIR; exit status 1" \
+    "127:tlsan: run: 1 finding (1 double-free); 1 trace in DIR; exit status 127" \
     "the program's own 127, with a finding: summarized"
 clear_tmpdir
 # A termination signal sent to tlsan (kill, a harness stopping its child) reaches the
@@ -244,9 +241,11 @@ expect_eq "$rc:$last:$rundir" "0:tlsan: run: tracing off (trace=0), findings not
 # while it ran, and replay finds the overlap in the prefix.
 for mode in segv exit; do
     runit -- "$crash" "$mode"
-    expect_rc 1 "crash ($mode): caught while running"
+    [ "$mode" = segv ] && expect_rc 139 "crash ($mode): dies of SIGSEGV, as natively"
+    [ "$mode" = exit ] && expect_rc 1 "crash ($mode): exit status 0 made exitcode by the finding"
     expect_in "$err" "SUMMARY: tlsan: live-corruption a (last written by op 'make_a', read by 'use_both', overlapped by 'b')" "crash ($mode)"
-    expect_in "$last" "(1 truncated: a process died or called exec); exit status 1" "crash ($mode)"
+    expect_in "$last" "(1 truncated: a process died or called exec); $([ "$mode" = segv ] &&
+        echo "killed by signal 11 (Segmentation fault)" || echo "exit status 1")" "crash ($mode)"
     "$bin" replay --format json "$rundir" >"$tmp/replay.json" 2>"$tmp/err"
     rc=$?
     grep -q '"kind":"live-overlap"' "$tmp/replay.json" && grep -q '"tensors":\["a","b"\]' "$tmp/replay.json"

@@ -152,6 +152,32 @@ static void stale_write_and_slot_overflow_show_the_bytes(void **state)
     has("SUMMARY: tlsan: slot-overflow h1 (64 bytes planned, written by op 'mm')\n");
 }
 
+static void read_before_write_of_a_root_and_of_a_view(void **state)
+{
+    (void)state;
+    struct finding f;
+    finding_read_before_write(&f, (struct finding_tensor){"acc", 0, 1024, 2048}, "a0",
+                              (struct finding_call){"matmul_2", 0});
+    finding_report(&f);
+    has("ERROR: tlsan: read-before-write on tensor 'acc'\n"
+        "  op 'matmul_2' reads 'acc' (arena 'a0', bytes [1024, 2048)), which no op wrote since "
+        "its bind and which is not an input\n"
+        "  its bytes still hold the previous tenant's data or the sentinel\n");
+    has("SUMMARY: tlsan: read-before-write acc (not written since its bind, read by op "
+        "'matmul_2')\n");
+    struct read_before_write *v =
+        finding_read_before_write(&f, (struct finding_tensor){"buf", 0, 2048, 2304}, "a0",
+                                  (struct finding_call){"use_hi", 0});
+    v->view = "buf_hi";
+    v->lo = 2176;
+    finding_report(&f);
+    has("ERROR: tlsan: read-before-write on tensor 'buf_hi'\n"
+        "  op 'use_hi' reads view 'buf_hi' of 'buf' (arena 'a0', bytes [2176, 2304)), which no "
+        "op wrote since 'buf' was bound and which is not an input\n");
+    has("SUMMARY: tlsan: read-before-write buf_hi (not written since 'buf' was bound, read by "
+        "op 'use_hi')\n");
+}
+
 int main(void)
 {
     char dir[64] = "/tmp/tlsan_test_finding.XXXXXX";
@@ -175,6 +201,7 @@ int main(void)
         cmocka_unit_test_setup(live_corruption_by_checksum_at_release, reset),
         cmocka_unit_test_setup(live_corruption_in_a_ggml_graph, reset),
         cmocka_unit_test_setup(stale_write_and_slot_overflow_show_the_bytes, reset),
+        cmocka_unit_test_setup(read_before_write_of_a_root_and_of_a_view, reset),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     close(log_fd);

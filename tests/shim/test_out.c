@@ -92,15 +92,22 @@ static void report_fd(void **state)
     close(fds[0]);
     close(fds[1]);
 
-    /* log_path: PATH.PID, appended. */
+    /* log_path: PATH.PID, appended, opened by the first write: until then no file, no fd. */
     char dir[] = "/tmp/tlsan_test_out_XXXXXX";
     assert_non_null(mkdtemp(dir));
     char base[128], file[160];
     snprintf(base, sizeof base, "%s/log", dir);
     snprintf(file, sizeof file, "%s.%d", base, (int)getpid());
+    int next_fd = dup(0);
+    close(next_fd);
     out_open_log(base);
-    assert_int_not_equal(out_fd(), 2);
+    assert_int_equal(out_fd(), 2);
+    assert_int_equal(access(file, F_OK), -1);
+    int probe = dup(0);
+    assert_int_equal(probe, next_fd); /* the lowest free fd is still the program's */
+    close(probe);
     out_printf("line %d\n", 1);
+    assert_int_not_equal(out_fd(), 2);
     out_printf("line %d\n", 2);
     FILE *f = fopen(file, "r");
     assert_non_null(f);
@@ -138,6 +145,7 @@ static void log_fd_reused(void **state)
     snprintf(file, sizeof file, "%s.%d", base, (int)getpid());
     snprintf(other, sizeof other, "%s/program-data", dir);
     out_open_log(base);
+    out_printf("opened\n");
     int fd = out_fd();
     assert_true(fd > 2);
     int prog = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);

@@ -574,6 +574,11 @@ static int layout_findings(const brute *b)
 
 int brute_check(const tlsan_plan *plan, brute_findings *out)
 {
+    return brute_check_with(plan, false, out);
+}
+
+int brute_check_with(const tlsan_plan *plan, bool order_reads, brute_findings *out)
+{
     int rc = -1;
     brute b = {plan, (int64_t)plan->n_ops, NULL, NULL, out};
     size_t nt = plan->n_tensors, n = plan->n_ops;
@@ -642,7 +647,35 @@ int brute_check(const tlsan_plan *plan, brute_findings *out)
             }
         }
 
+        /* tlsan_check_options.order_reads: "a read of a root that an earlier op writes, but
+         * that no earlier write of the root happens before". */
         bool hb_ready = false;
+        for (uint32_t r = 0; order_reads && r < nt; r++) {
+            if (!is_root(&b, r) || (flags_under(&b, r) & TLSAN_TENSOR_INPUT))
+                continue;
+            for (size_t k = 0; k < n; k++) {
+                if (!b.runs[k] || !op_reads(&b, k, r))
+                    continue;
+                bool written = false, ordered = false;
+                for (size_t j = 0; j < k; j++) {
+                    if (!b.runs[j] || !op_writes(&b, j, r))
+                        continue;
+                    if (!hb_ready) {
+                        happens_before(&b, hb);
+                        hb_ready = true;
+                    }
+                    written = true;
+                    ordered = ordered || hb[j * n + k];
+                }
+                if (written && !ordered) {
+                    if (brute_findings_add(out, TLSAN_KIND_READ_BEFORE_WRITE, tname(&b, r), NULL) <
+                        0)
+                        goto out;
+                    break;
+                }
+            }
+        }
+
         for (uint32_t x = 0; x < nt; x++) {
             if (!is_root(&b, x))
                 continue;

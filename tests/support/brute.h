@@ -14,6 +14,7 @@
 #include "tlsan/check.h"
 #include "tlsan/plan.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -54,5 +55,9 @@ void brute_plan_dump(const tlsan_plan *plan, FILE *out);
  * Returns 0, or -1 when the plan is too large for brute force (more than 4096 paths or 256
  * ops) or an allocation failed. Not thread-safe on the same `out`; reads the plan only. */
 int brute_check(const tlsan_plan *plan, brute_findings *out);
+/* brute_check() with tlsan_check_options.order_reads: a read of a root that an earlier op on
+ * the path writes, but that no earlier write of the root happens before, is
+ * read-before-write. */
+int brute_check_with(const tlsan_plan *plan, bool order_reads, brute_findings *out);
 
 #endif

@@ -34,6 +34,98 @@ static bool add_op(gen *g, tlsan_op_desc *d)
     return tlsan_plan_add_op(g->p, d, &g->err) == TLSAN_OK;
 }
 
+/* SHAPEPLAN_ENGINE: a recorded run of an engine as replay rebuilds it (src/replay/replay.c,
+ * docs/runtime.md "Order of queues"), run again and again in one small arena: per run the
+ * host writes the input x (main), then each worker stream waits for the host's record
+ * ("enqueue"), runs 1-2 ops into tenants of its slot and records its event; the host waits
+ * for each event, reads the results ("post"), gives them back ("release"), and records
+ * "host". Every run's tenants take the same slots with varying offsets and sizes, so each
+ * byte has a tenant from every run (names NAME#k as replay gives them). Bugs at random: an
+ * enqueue or a host wait dropped, the host's record placed before the post (enqueued while
+ * it still ran), a stray host read of an older run's tenant. */
+static tlsan_plan *make_engine(gen *g, uint64_t *s)
+{
+    static const char *const streams[3] = {"s1", "s2", "s3"};
+    static const char *const events[3] = {"e1", "e2", "e3"};
+    unsigned n_streams = 1 + (unsigned)splitmix_below(s, 3);
+    unsigned n_runs = 2 + (unsigned)splitmix_below(s, 7);
+    tlsan_arena_desc a = {"act", (1 + 3) * SLOT, 64, NULL};
+    if (tlsan_plan_add_arena(g->p, &a, &g->err) != TLSAN_OK)
+        return NULL;
+    const char *last[3] = {NULL, NULL, NULL}; /* per stream: its latest run's result */
+    const char *older = NULL;                 /* a result of an earlier run */
+    for (unsigned run = 1; run <= n_runs; run++) {
+        tlsan_tensor_desc x = {0};
+        x.name = name(g, run == 1 ? "x" : "x#%u", run);
+        x.arena = "act";
+        x.bytes = SLOT;
+        if (tlsan_plan_add_tensor(g->p, &x, &g->err) != TLSAN_OK)
+            return NULL;
+        const char *xw[1] = {x.name};
+        tlsan_op_desc fill = {.writes = xw, .n_writes = 1};
+        if (!add_op(g, &fill))
+            return NULL;
+        tlsan_op_desc host = {.sync = TLSAN_SYNC_RECORD, .event = "host"};
+        if (!add_op(g, &host))
+            return NULL;
+        const char *res[3];
+        for (unsigned j = 0; j < n_streams; j++) {
+            if (!splitmix_chance(s, 8)) {
+                tlsan_op_desc w = {.stream = streams[j], .sync = TLSAN_SYNC_WAIT, .event = "host"};
+                if (!add_op(g, &w))
+                    return NULL;
+            }
+            unsigned n_k = 1 + (unsigned)splitmix_below(s, 2);
+            const char *prev = x.name;
+            for (unsigned i = 0; i < n_k; i++) {
+                tlsan_tensor_desc t = {0};
+                char fmt[16];
+                snprintf(fmt, sizeof fmt, run == 1 ? "%c%u" : "%c%u#%%u", "abc"[j], i);
+                t.name = name(g, fmt, run);
+                t.arena = "act";
+                t.offset_bytes = (1 + j) * SLOT + 64u * (unsigned)splitmix_below(s, 3);
+                t.bytes =
+                    64u * (1 + (unsigned)splitmix_below(s, (SLOT - t.offset_bytes % SLOT) / 64));
+                if (tlsan_plan_add_tensor(g->p, &t, &g->err) != TLSAN_OK)
+                    return NULL;
+                const char *kr[1] = {prev}, *kw[1] = {t.name};
+                tlsan_op_desc k = {
+                    .stream = streams[j], .reads = kr, .n_reads = 1, .writes = kw, .n_writes = 1};
+                if (!add_op(g, &k))
+                    return NULL;
+                prev = t.name;
+            }
+            res[j] = prev;
+            tlsan_op_desc rec = {
+                .stream = streams[j], .sync = TLSAN_SYNC_RECORD, .event = events[j]};
+            if (!add_op(g, &rec))
+                return NULL;
+        }
+        bool late = splitmix_chance(s, 10);
+        if (late && !add_op(g, &host))
+            return NULL;
+        for (unsigned j = 0; j < n_streams; j++) {
+            if (!splitmix_chance(s, 8)) {
+                tlsan_op_desc w = {.sync = TLSAN_SYNC_WAIT, .event = events[j]};
+                if (!add_op(g, &w))
+                    return NULL;
+            }
+            const char *pr[2] = {res[j], older};
+            size_t n_pr = older && splitmix_chance(s, 5) ? 2 : 1;
+            tlsan_op_desc post = {.reads = pr, .n_reads = n_pr};
+            tlsan_op_desc release = {.reads = pr, .n_reads = 1};
+            if (!add_op(g, &post) || !add_op(g, &release))
+                return NULL;
+            if (last[j])
+                older = last[j];
+            last[j] = res[j];
+        }
+        if (!late && !add_op(g, &host))
+            return NULL;
+    }
+    return g->p;
+}
+
 tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t why_bytes)
 {
     static const char *const streams[3] = {"s0", "s1", "s2"};
@@ -47,6 +139,11 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
     g->p = tlsan_plan_create();
     if (!g->p)
         goto fail;
+    if (kind == SHAPEPLAN_ENGINE) {
+        if (!make_engine(g, s))
+            goto fail;
+        goto finalize;
+    }
     bool dataflow = kind == SHAPEPLAN_DATAFLOW, branchy = kind == SHAPEPLAN_BRANCHY;
     bool views = kind == SHAPEPLAN_VIEWS;
     unsigned n_streams = dataflow ? 1 : 1 + (unsigned)splitmix_below(s, 3);
@@ -199,6 +296,7 @@ tlsan_plan *shapeplan_make(uint64_t seed, shapeplan_kind kind, char *why, size_t
                 goto fail;
         }
     }
+finalize:
     if (tlsan_plan_finalize(g->p, &g->err) != TLSAN_OK)
         goto fail;
     tlsan_plan *p = g->p;

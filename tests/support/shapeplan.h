@@ -2,9 +2,11 @@
  * differential tests: a ring of streams handing tensors on by events with many tenants per
  * byte (streams), the same with conditional tenants and conditional synchronisation
  * (branchy), a dataflow chain over reused slots (dataflow), and the ring read through chains
- * of views (views). Unlike the benchmark's plans they are not clean by construction: waits
- * are dropped, chains broken and stray reads added at random, so that findings are frequent.
- * The same seed always gives the same plan. */
+ * of views (views), a recorded engine run again and again on worker streams fed by the host
+ * (engine: many tenants per byte, host records and waits, as replay rebuilds a run). Unlike the
+ * benchmark's plans they are not clean by construction: waits are dropped, chains broken and stray
+ * reads added at random, so that findings are frequent. The same seed always gives the same plan.
+ */
 #ifndef TLSAN_TEST_SHAPEPLAN_H
 #define TLSAN_TEST_SHAPEPLAN_H
 
@@ -18,6 +20,7 @@ typedef enum shapeplan_kind {
     SHAPEPLAN_BRANCHY,
     SHAPEPLAN_DATAFLOW,
     SHAPEPLAN_VIEWS,
+    SHAPEPLAN_ENGINE,
 } shapeplan_kind;
 
 /* A finalized plan the caller frees with tlsan_plan_free(), or NULL when out of memory or

@@ -21,6 +21,27 @@ shim_test_setup() {
     : "$name"
 }
 
+# cli_shim_setup NAME "$@": the same for the CLI's script tests that run programs under the
+# shim (arguments TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]): sets absolute bin, build (its folder)
+# and shim, skips (exit 77) when libtlsan.so was not built (the sanitizer build), makes $tmp
+# (removed at exit) and clears the variables that would carry the caller's tlsan settings
+# into the runs. Stays in the current directory.
+cli_shim_setup() {
+    local name=$1
+    shift
+    [ $# -ge 1 ] || { echo "usage: $name TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]" >&2; exit 2; }
+    export LC_ALL=C
+    build=$(cd "$(dirname "$1")" && pwd)
+    bin=$build/$(basename "$1")
+    shim=$build/libtlsan.so
+    [ -f "$shim" ] || { echo "SKIP: no $shim (the sanitizer build has no shim library)"; exit 77; }
+    tmp=$(mktemp -d) || exit 1
+    trap 'rm -rf "$tmp"' EXIT
+    unset TLSAN_OPTIONS TLSAN_TRACE_DIR LD_PRELOAD
+    passed=0
+    failed=0
+}
+
 ok() { passed=$((passed + 1)); }
 bad() {
     failed=$((failed + 1))
@@ -30,6 +51,20 @@ bad() {
 # expect_rc WANT WHAT: the last run's exit status ($rc, with $out and $err from run()).
 expect_rc() {
     if [ "$rc" = "$1" ]; then ok; else bad "$2: exit status $rc, want $1 (stdout: $out; stderr: $err)"; fi
+}
+# expect_top_frame TEXT TITLE FUNC WHAT: the first stack under "TITLE:" in TEXT has FUNC in
+# frame #0.
+expect_top_frame() {
+    local frame
+    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
+    case "$frame" in
+        *"#0 "*" in $3+"*) ok ;;
+        *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
+    esac
+}
+# expect_eq GOT WANT WHAT
+expect_eq() {
+    if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
 }
 # expect_in TEXT PART WHAT
 expect_in() {
