@@ -40,7 +40,8 @@ struct slot {
     unsigned char state;
 };
 
-uintptr_t sample_g_lo, sample_g_hi;
+uintptr_t sample_g_lo;
+_Atomic uintptr_t sample_g_hi;
 __thread uint32_t sample_t_countdown __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_random __attribute__((tls_model("initial-exec")));
 
@@ -127,9 +128,10 @@ static bool pool_ready(void)
     }
     g_freed = (uint32_t *)((char *)m + SLOTS * sizeof *g_slots);
     heap_segv_install();
-    sample_g_hi = (uintptr_t)pool + (2 * SLOTS + 1) * g_page;
+    g_slots = m; /* under the lock: pool_ready's answer */
     sample_g_lo = (uintptr_t)pool;
-    g_slots = m; /* last: pool_ready's answer */
+    atomic_store_explicit(&sample_g_hi, (uintptr_t)pool + (2 * SLOTS + 1) * g_page,
+                          memory_order_release);
     return true;
 }
 

@@ -11,18 +11,24 @@
 #ifndef TLSAN_SHIM_SAMPLE_H
 #define TLSAN_SHIM_SAMPLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The pool's bounds, set once when it is mapped (0 until then): sample_owns is two compares. */
-extern uintptr_t sample_g_lo, sample_g_hi;
+/* The pool's bounds, set once when it is mapped (0 until then): sample_owns is two compares.
+ * lo is stored before hi is published (release), and hi is read first (acquire), so a
+ * thread that sees the pool's end also sees its start; before that, hi is 0 and nothing is
+ * owned. */
+extern uintptr_t sample_g_lo;
+extern _Atomic uintptr_t sample_g_hi;
 /* Allocations left on this thread until the next sampled one. */
 extern __thread uint32_t sample_t_countdown __attribute__((tls_model("initial-exec")));
 
 static inline bool sample_owns(const void *p)
 {
-    return (uintptr_t)p - sample_g_lo < sample_g_hi - sample_g_lo;
+    uintptr_t hi = atomic_load_explicit(&sample_g_hi, memory_order_acquire);
+    return (uintptr_t)p < hi && (uintptr_t)p >= sample_g_lo;
 }
 
 /* Draws the next countdown; true when this allocation is to be sampled. */
