@@ -61,6 +61,18 @@ expect_rc 0 "libc-names"
 expect_eq "$out" "libc-names ok" "libc-names under the shim"
 expect_eq "$err" "" "libc-names: no report"
 
+# A large block made read-only, then freed: natively glibc unmaps it without a write; the
+# shim fills a freed block, and must neither crash nor report when a page refuses the fill
+# (guarded, then not guarded since quarantine_mb=1 gives it no address space to guard).
+native=$("$prog" readonly-free 2>&1)
+expect_eq "$native" "readonly-free ok" "readonly-free natively"
+for opts in "trace=0" "trace=0:quarantine_mb=1"; do
+    run "$opts" "$prog" readonly-free
+    expect_rc 0 "readonly-free ($opts)"
+    expect_eq "$out" "readonly-free ok" "readonly-free ($opts)"
+    expect_eq "$err" "" "readonly-free ($opts): no report"
+done
+
 # Little address space (ulimit -v): the shim's own mappings are small and grow as needed,
 # and when the real allocator fails the quarantine is emptied and the request retried, so a
 # program that fits natively still fits.
