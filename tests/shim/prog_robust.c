@@ -704,6 +704,26 @@ static void mode_readonly_free(void)
         printf("readonly-free ok\n");
 }
 
+/* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
+ * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
+ * "double-free": a double free afterwards is still reported). */
+static void mode_oom_probe(const char *arg)
+{
+    errno = 0;
+    void *big = malloc((size_t)1 << 30);
+    CHECK(big == NULL && errno == ENOMEM, "1 GiB fails with ENOMEM under the limit");
+    free(big);
+    char *p = malloc(24);
+    CHECK(p != NULL, "a small block after the failure");
+    if (p)
+        memset(p, 'p', 24);
+    free(p);
+    if (strcmp(arg, "double-free") == 0)
+        free(p);
+    if (!failures)
+        printf("oom-probe ok\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quick";
@@ -736,6 +756,8 @@ int main(int argc, char **argv)
         mode_forklog(arg);
     else if (strcmp(mode, "libc-names") == 0)
         mode_libc_names();
+    else if (strcmp(mode, "oom-probe") == 0)
+        mode_oom_probe(arg);
     else if (strcmp(mode, "readonly-free") == 0)
         mode_readonly_free();
     else {

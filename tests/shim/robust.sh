@@ -90,6 +90,24 @@ for kb in 60000 100000; do
     fi
 done
 
+# A request that fails natively (1 GiB under ulimit -v 400000) fails under the shim too,
+# with ENOMEM and no line, and the shim goes on checking: a double free after it is
+# reported. Before, the shim took the failure for its own and passed through from then on.
+native=$( (ulimit -v 400000 && "$prog" oom-probe) 2>&1)
+expect_eq "$native" "oom-probe ok" "oom-probe natively"
+(ulimit -v 400000 && TLSAN_OPTIONS=trace=0 LD_PRELOAD="$shim" "$prog" oom-probe) \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_rc 0 "oom-probe"
+expect_eq "$(cat "$tmp/out")" "oom-probe ok" "oom-probe under the shim"
+expect_eq "$(cat "$tmp/err")" "" "oom-probe: no line, no report"
+(ulimit -v 400000 && TLSAN_OPTIONS=trace=0:halt_on_error=0 LD_PRELOAD="$shim" "$prog" \
+    oom-probe double-free) >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_rc 1 "oom-probe double-free: exitcode"
+expect_eq "$(grep -c '^SUMMARY: tlsan: double-free of a 24-byte block$' "$tmp/err")" 1 \
+    "oom-probe: the double free after the failed request is reported"
+
 # The same with 100 MiB of 1 MiB blocks churned: when the side table cannot grow or the real
 # allocator fails, the quarantine is emptied first (its guarded large blocks hold far more
 # address space than these limits), so no allocation fails that does not fail natively. The
