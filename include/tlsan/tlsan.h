@@ -239,7 +239,8 @@ static inline uint64_t tlsan_op_begin(const tlsan_op_info *op)
 }
 
 /** The op of `op_token` finished: the shim hashes every tensor it wrote and checks the bytes
- *  just past each (`slot-overflow`). */
+ *  just past each (`slot-overflow`); with checksum=all it also verifies every other live
+ *  tensor, so that bytes changed with no declared write are laid at this op. */
 static inline void tlsan_op_end(uint64_t op_token)
 {
 #ifndef TLSAN_DISABLE

@@ -98,6 +98,8 @@ static const char *moment_verb(enum finding_moment moment)
         return "writes";
     case MOMENT_RELEASE:
         return "released";
+    case MOMENT_OP_END:
+        return "ended";
     default:
         return "arena destroyed";
     }
@@ -410,13 +412,29 @@ static void report_live_corruption(const struct live_corruption *v)
         report_line(r, "  op '%s' consumed '%s' in place (its output '%s' took over the bytes); %s",
                     v->overwriting_op.op, name, v->overwriter.name, then);
     } else {
+        char when[320];
+        struct outbuf wb = {when, 0, sizeof when - 1};
+        if (v->moment == MOMENT_OP_END)
+            out_appendf(&wb, "at the end of op '%s'", v->by.op);
+        else
+            out_appendf(&wb, "when %s",
+                        v->moment == MOMENT_READ      ? "an op read it"
+                        : v->moment == MOMENT_RELEASE ? "it was released"
+                                                      : "its arena was destroyed");
+        when[wb.len] = 0;
         report_line(r,
                     "  its bytes changed with no write of its own: checksum %016llx after its "
-                    "last write, %016llx when %s",
-                    (ull)v->checksum_before, (ull)v->checksum_after,
-                    v->moment == MOMENT_READ      ? "an op read it"
-                    : v->moment == MOMENT_RELEASE ? "it was released"
-                                                  : "its arena was destroyed");
+                    "last write, %016llx %s",
+                    (ull)v->checksum_before, (ull)v->checksum_after, when);
+        if (v->moment == MOMENT_OP_END) {
+            report_line(r,
+                        "  they changed while op '%s' (stream %d) ran, or before it began and "
+                        "after they were last verified (every op's end verifies the live tensors)",
+                        v->by.op, v->by_stream);
+            if (v->n_in_flight)
+                report_line(r, "  %zu other op%s in flight then, which may have written them too",
+                            v->n_in_flight, v->n_in_flight == 1 ? " was" : "s were");
+        }
         if (v->n_sharers == 0)
             report_line(r, "  no other live tensor shares its bytes: a write outside any declared "
                            "tensor, or by an op that did not declare it");
@@ -429,12 +447,21 @@ static void report_live_corruption(const struct live_corruption *v)
         report_line(r, "  not written by any op since its bind (an input, or written by the host)");
     }
     b.len = 0;
-    if (v->by.op)
+    if (v->moment == MOMENT_OP_END)
+        out_appendf(&b, "changed while op '%s' ran, begun at", v->by.op);
+    else if (v->by.op)
         out_appendf(&b, "%s by op '%s' at", access_done(v->moment), v->by.op);
     else
         out_appendf(&b, "%s at", v->moment == MOMENT_RELEASE ? "released" : "arena destroyed");
     title[b.len] = 0;
     report_stack(r, title, v->by.stack);
+    for (size_t i = 0; i < v->n_in_flight; i++) {
+        b.len = 0;
+        out_appendf(&b, "op '%s' (stream %d, in flight) begun at", v->in_flight[i].call.op,
+                    v->in_flight[i].stream);
+        title[b.len] = 0;
+        report_stack(r, title, v->in_flight[i].call.stack);
+    }
     if (overwritten || in_place) {
         b.len = 0;
         out_appendf(&b, "overwritten by op '%s' (writing '%s') at", v->overwriting_op.op,
@@ -457,7 +484,9 @@ static void report_live_corruption(const struct live_corruption *v)
         out_appendf(&t, "last written by op '%s', ", v->last_writer.op);
     else
         out_appendf(&t, "not written by an op, ");
-    if (v->by.op)
+    if (v->moment == MOMENT_OP_END)
+        out_appendf(&t, "changed while '%s' ran", v->by.op);
+    else if (v->by.op)
         out_appendf(&t, "%s by '%s'", access_done(v->moment), v->by.op);
     else
         out_appendf(&t, "%s%s", v->moment == MOMENT_RELEASE ? "at its release" : "at arena destroy",

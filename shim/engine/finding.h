@@ -26,13 +26,25 @@ struct finding_tensor {
 };
 
 /* What was happening to the tensor when the finding was seen. */
-enum finding_moment { MOMENT_READ, MOMENT_WRITE, MOMENT_RELEASE, MOMENT_ARENA_DESTROY };
+enum finding_moment {
+    MOMENT_READ,
+    MOMENT_WRITE,
+    MOMENT_RELEASE,
+    MOMENT_ARENA_DESTROY,
+    MOMENT_OP_END, /* checksum=all: an op's end verifies every live tensor */
+};
 
 /* A call a report names: an op (op NULL: a release or an arena destroy, not an op) and the
  * stack it was made at. */
 struct finding_call {
     const char *op;
     uint32_t stack;
+};
+
+/* An op a report names with its stream. */
+struct finding_op {
+    struct finding_call call;
+    int stream;
 };
 
 /* Bytes found where the sentinel was expected, from arena offset `offset` on. */
@@ -89,15 +101,22 @@ struct live_corruption {
     enum corruption_cause cause;
     struct finding_tensor victim; /* stack: its bind */
     const char *arena;
-    enum finding_moment moment;      /* what found it: a read, its release, its arena's destroy */
-    struct finding_call by;          /* the op that read it, or the release / destroy call */
-    const char *via;                 /* the view the op read it through, or NULL */
+    enum finding_moment moment; /* what found it: a read, its release, its arena's destroy, the
+                                   end of an op (MOMENT_OP_END) */
+    struct finding_call by;     /* the op that read it (or whose end found it), or the release /
+                                   destroy call */
+    const char *via;            /* the view the op read it through, or NULL */
     struct finding_call last_writer; /* op NULL: not written by an op since its bind */
     /* CORRUPTION_OVERWRITTEN, CORRUPTION_CONSUMED_IN_PLACE */
     struct finding_tensor overwriter; /* the tensor written over it; stack: its bind */
     struct finding_call overwriting_op;
     /* CORRUPTION_CHECKSUM, CORRUPTION_GRAPH_CHECKSUM */
     uint64_t checksum_before, checksum_after;
+    /* MOMENT_OP_END: the stream of the op `by` that ran when the bytes changed, and the other
+     * ops in flight at its end, which may have written them too. */
+    int by_stream;
+    struct finding_op in_flight[FINDING_MAX_TENSORS];
+    size_t n_in_flight;
     /* The engine's: the other live roots sharing its bytes. */
     struct finding_tensor sharers[FINDING_MAX_TENSORS];
     size_t n_sharers;

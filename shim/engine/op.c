@@ -109,6 +109,19 @@ static bool op_inplace_in(const struct op *op, const struct tensor *root)
     return false;
 }
 
+/* checksum=all: a write beginning over bytes that other live roots share moves their epoch
+ * too, so that a verify computed outside the lock meanwhile is dropped (op_end's verify of
+ * every live root would otherwise see an in-place output's bytes change under its input). */
+static void sharers_move(const struct access *x)
+{
+    struct arena *a = x->arena;
+    for (size_t i = 0; i < a->n_live; i++) {
+        struct tensor *o = a->live[i];
+        if (o != x->root && ranges_overlap(o->off, o->off + o->size, x->lo, x->hi))
+            o->epoch++;
+    }
+}
+
 uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
 {
     if (!engine_active() || !info)
@@ -205,6 +218,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         t->writers++;
         t->epoch++;
         t->has_hash = false;
+        if (shim_opts()->checksum == SHIM_CHECKSUM_ALL)
+            sharers_move(x);
         tensor_written(t, x->lo, x->hi); /* after the reads: an op reads before it writes */
         if (x->lo == t->off && x->hi == t->off + t->size) {
             t->clobber = CLOBBER_NONE; /* rewritten whole: its old value no longer matters */
@@ -372,6 +387,50 @@ static void end_write(struct work *w, struct op *op, struct access *x, bool firs
                             stop); /* reported once: not a stale-write again at the next bind */
 }
 
+/* Whether an op in flight writes bytes of root t (through another root sharing them, such
+ * as an in-place output over its input): they may change until that op ends. Lock held. */
+static bool written_in_flight(const struct tensor *t)
+{
+    for (const struct op *o = g_engine.ops; o; o = o->next)
+        for (size_t i = 0; i < o->n_writes; i++) {
+            const struct access *x = &o->writes[i];
+            if (x->status == RESOLVE_OK && x->arena == t->arena &&
+                ranges_overlap(x->lo, x->hi, t->off, t->off + t->size))
+                return true;
+        }
+    return false;
+}
+
+/* checksum=all: queues a verify of every live root of every arena that holds a hash and that
+ * no op in flight writes (the op's own writes are hashed anew), so that bytes changed by no
+ * declared write are found at the end of the op that ran when they changed. */
+static void verify_live_at_end(struct work *w, const struct op *op)
+{
+    for (struct arena *a = g_engine.arenas; a; a = a->next) {
+        for (size_t i = 0; !a->dead && i < a->n_live; i++) {
+            struct tensor *t = a->live[i];
+            if (t->has_hash && t->writers == 0 && t->clobber == CLOBBER_NONE && !op_writes(op, t) &&
+                !written_in_flight(t))
+                job_add(w, t, true, MOMENT_OP_END, op->name, op->stack, NULL);
+        }
+    }
+}
+
+/* The findings of op_end's verify: the ended op's stream and the ops still in flight, which
+ * ran with it. Lock held. */
+static void name_ops_in_flight(struct work *w, int stream)
+{
+    for (struct finding *f = w->findings; f; f = f->next) {
+        struct live_corruption *v = &f->live_corruption;
+        if (f->variant != FINDING_LIVE_CORRUPTION || v->moment != MOMENT_OP_END)
+            continue;
+        v->by_stream = stream;
+        for (const struct op *o = g_engine.ops; o && v->n_in_flight < FINDING_MAX_TENSORS;
+             o = o->next)
+            v->in_flight[v->n_in_flight++] = (struct finding_op){{o->name, o->stack}, o->stream};
+    }
+}
+
 void tlsan_rt_op_end(uint64_t op_token)
 {
     if (!engine_active() || !op_token)
@@ -409,7 +468,10 @@ void tlsan_rt_op_end(uint64_t op_token)
         if (first && hash_wanted(t))
             job_add(&w, t, false, MOMENT_WRITE, op->name, op->stack, NULL);
     }
+    if (shim_opts()->checksum == SHIM_CHECKSUM_ALL)
+        verify_live_at_end(&w, op);
     jobs_seal(&w);
+    int stream = op->stream;
     op->next = g_engine.free_ops; /* nothing below needs it: names are interned */
     g_engine.free_ops = op;
     engine_unlock();
@@ -417,6 +479,7 @@ void tlsan_rt_op_end(uint64_t op_token)
         jobs_run(&w);
         engine_lock();
         jobs_apply(&w);
+        name_ops_in_flight(&w, stream);
         engine_unlock();
     }
     work_done(&w);

@@ -13,7 +13,8 @@
  * Checks. Clobbers are tracked at op_end from the declared writes: every other live root
  * whose bytes the write covers is marked, and a later read of it is live-corruption. Roots
  * are hashed (checksum.h) when their last in-flight writer ends and verified when an op
- * reads them, at release and at arena destroy: a mismatch is a change nobody declared.
+ * reads them, at release and at arena destroy (and, under checksum=all, all of them at every
+ * op's end, to name the op that ran): a mismatch is a change nobody declared.
  * Released bytes get the sentinel; bind verifies it (stale-write), op_end verifies the
  * bytes just past each written root (slot-overflow). Each root keeps the bytes declared
  * written since its bind; op_begin reports a read outside them (read-before-write).

@@ -40,9 +40,10 @@ for opts in "" checksum=all fill=0; do
     expect_count "$err" "${pid_line}use-after-release on tensor 'kv'$" 1 "$what"
     expect_count "$err" "^  op 'attn_2' \(stream 1\) reads 'kv' \(arena 'a0', bytes \[1024, 2048\)\) and was still in flight when it was released$" 1 "$what"
     expect_count "$err" "^  no event or sync orders the op's end before the release$" 1 "$what"
-    expect_top_frame_at "$err" "read by op 'attn_2' (in flight) at" begin_op "$(line begin)" "$what"
-    expect_top_frame_at "$err" "released at" release_root "$(line release)" "$what"
-    expect_top_frame_at "$err" "bound at" bind_root "$(line bind)" "$what"
+    expect_frame_at "$err" "read by op 'attn_2' (in flight) at" 0 begin_op "$(line begin)" "$what"
+    expect_frame_at "$err" "read by op 'attn_2' (in flight) at" 1 worker "$(line worker)" "$what"
+    expect_frame_at "$err" "released at" 0 release_root "$(line release)" "$what"
+    expect_frame_at "$err" "bound at" 0 bind_root "$(line bind)" "$what"
     expect_count "$err" "^SUMMARY: tlsan: use-after-release kv \(released while op 'attn_2' on stream 1 reads it\)$" 1 "$what"
     expect_eq "$out" "prog_inflight: release done" "$what"
 done
@@ -52,8 +53,8 @@ expect_rc 23 view-write
 expect_count "$err" "$pid_line" 1 view-write
 expect_count "$err" "${pid_line}use-after-release on tensor 'h_lo'$" 1 view-write
 expect_count "$err" "^  op 'fill_1' \(stream 2\) writes view 'h_lo' of 'h' \('h': arena 'a0', bytes \[2048, 3072\)\) and was still in flight when 'h' was released$" 1 view-write
-expect_top_frame_at "$err" "written by op 'fill_1' (in flight) at" begin_op "$(line begin)" view-write
-expect_top_frame_at "$err" "released at" release_root "$(line release)" view-write
+expect_frame_at "$err" "written by op 'fill_1' (in flight) at" 0 begin_op "$(line begin)" view-write
+expect_frame_at "$err" "released at" 0 release_root "$(line release)" view-write
 expect_count "$err" "^SUMMARY: tlsan: use-after-release h_lo \(released while op 'fill_1' on stream 2 writes it\)$" 1 view-write
 
 for opts in "" checksum=all; do
@@ -64,10 +65,11 @@ for opts in "" checksum=all; do
     expect_count "$err" "${pid_line}unordered-reuse between 'x' and 'y' in arena 'a0'$" 1 "$what"
     expect_count "$err" "^  'y' \(bytes \[256, 768\)\) was bound over bytes of released 'x' while op 'mm_3' \(stream 1\), which reads 'x' \(bytes \[0, 512\)\), was still in flight$" 1 "$what"
     expect_count "$err" "^  no event or sync orders the op's end before the reuse$" 1 "$what"
-    expect_top_frame_at "$err" "read by op 'mm_3' (in flight) at" begin_op "$(line begin)" "$what"
-    expect_top_frame_at "$err" "'y' (bytes [256, 768)) new tenant, bound at" bind_root "$(line bind)" "$what"
-    expect_top_frame_at "$err" "previous tenant released at" release_root "$(line release)" "$what"
-    expect_top_frame_at "$err" "'x' (bytes [0, 512)) previous tenant, bound at" bind_root "$(line bind)" "$what"
+    expect_frame_at "$err" "read by op 'mm_3' (in flight) at" 0 begin_op "$(line begin)" "$what"
+    expect_frame_at "$err" "'y' (bytes [256, 768)) new tenant, bound at" 0 bind_root "$(line bind)" "$what"
+    expect_frame_at "$err" "previous tenant released at" 0 release_root "$(line release)" "$what"
+    expect_frame_at "$err" "previous tenant released at" 1 worker "$(line own-release)" "$what"
+    expect_frame_at "$err" "'x' (bytes [0, 512)) previous tenant, bound at" 0 bind_root "$(line bind)" "$what"
     expect_count "$err" "^SUMMARY: tlsan: unordered-reuse 'x' and 'y' in arena 'a0' \('y' bound over 'x' while op 'mm_3' on stream 1 reads it\)$" 1 "$what"
 done
 

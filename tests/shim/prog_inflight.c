@@ -63,7 +63,7 @@ struct job {
 static void *worker(void *p)
 {
     struct job *j = p;
-    uint64_t token = begin_op(j->name, j->stream, j->read, j->write);
+    uint64_t token = begin_op(j->name, j->stream, j->read, j->write); /* LINE:worker */
     volatile unsigned sum = 0;
     for (size_t i = j->lo; i < j->hi; i++) {
         if (j->write)
@@ -74,7 +74,7 @@ static void *worker(void *p)
     (void)sum;
     int in_flight = j->event < 0;
     if (j->release_own && in_flight)
-        release_root(j->release_own, j->release_offset);
+        release_root(j->release_own, j->release_offset); /* LINE:own-release */
     sem_post(&j->began);
     if (in_flight)
         sem_wait(&j->host_done); /* the host acts while the op is in flight */

@@ -231,6 +231,35 @@ static void unordered_reuse_while_in_flight(void **state)
         "'mm_3' on stream 1 reads it)\n");
 }
 
+static void live_corruption_found_at_an_op_end(void **state)
+{
+    (void)state;
+    struct finding f;
+    struct live_corruption *v = finding_live_corruption(
+        &f, CORRUPTION_CHECKSUM, (struct finding_tensor){"d", 0, 1280, 1536}, "a0", MOMENT_OP_END,
+        (struct finding_call){"gelu_2", 0});
+    v->checksum_before = 0x1234;
+    v->checksum_after = 0xabcd;
+    v->last_writer = (struct finding_call){"fill_d", 0};
+    v->by_stream = 1;
+    v->in_flight[v->n_in_flight++] = (struct finding_op){{"copy_4", 0}, 2};
+    finding_report(&f);
+    has("ERROR: tlsan: live-corruption on tensor 'd' in arena 'a0' bytes [1280, 1536)\n"
+        "  its bytes changed with no write of its own: checksum 0000000000001234 after its last "
+        "write, 000000000000abcd at the end of op 'gelu_2'\n"
+        "  they changed while op 'gelu_2' (stream 1) ran, or before it began and after they were "
+        "last verified (every op's end verifies the live tensors)\n"
+        "  1 other op was in flight then, which may have written them too\n"
+        "  no other live tensor shares its bytes: a write outside any declared tensor, or by an "
+        "op that did not declare it\n"
+        "last written by op 'fill_d' at:\n    (no stack)\n"
+        "changed while op 'gelu_2' ran, begun at:\n    (no stack)\n"
+        "op 'copy_4' (stream 2, in flight) begun at:\n    (no stack)\n"
+        "'d' (bytes [1280, 1536)) bound at:\n    (no stack)\n"
+        "SUMMARY: tlsan: live-corruption d (last written by op 'fill_d', changed while 'gelu_2' "
+        "ran)\n");
+}
+
 int main(void)
 {
     char dir[64] = "/tmp/tlsan_test_finding.XXXXXX";
@@ -257,6 +286,7 @@ int main(void)
         cmocka_unit_test_setup(read_before_write_of_a_root_and_of_a_view, reset),
         cmocka_unit_test_setup(use_after_release_while_in_flight, reset),
         cmocka_unit_test_setup(unordered_reuse_while_in_flight, reset),
+        cmocka_unit_test_setup(live_corruption_found_at_an_op_end, reset),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     close(log_fd);

@@ -62,14 +62,14 @@ expect_top_frame() {
         *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
     esac
 }
-# expect_top_frame_at TEXT TITLE FUNC FILE:LINE WHAT: the same, and frame #0 is at that line of
-# that source file.
-expect_top_frame_at() {
+# expect_frame_at TEXT TITLE N FUNC FILE:LINE WHAT: frame #N of the first stack under "TITLE:"
+# in TEXT is in FUNC at that line of that source file.
+expect_frame_at() {
     local frame
-    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
+    frame=$(printf '%s\n' "$1" | grep -F -A$(($3 + 1)) -- "$2:" | sed -n "$(($3 + 2))p")
     case "$frame" in
-        *"#0 "*" in $3+"*" at "*"/$4 ("*) ok ;;
-        *) bad "$5: frame #0 under '$2' is '$frame', want $3 at $4" ;;
+        *"#$3 "*" in $4+"*" at "*"/$5 ("*) ok ;;
+        *) bad "$6: frame #$3 under '$2' is '$frame', want $4 at $5" ;;
     esac
 }
 # expect_eq GOT WANT WHAT
