@@ -260,7 +260,8 @@ static inline void tlsan_view_bind(const char *name, const char *base_name,
 /** A tensor stops being live: its bytes may be reused. `addr` is the address it was bound
  *  at (for Valgrind, and checked by the shim). The shim verifies its checksum a last time,
  *  then (with fills on and without TLSAN_RELEASE_HANDOVER) fills the bytes no other live
- *  tensor owns with the sentinel. An op that reads it afterwards is `use-after-release`. */
+ *  tensor owns with the sentinel. An op that reads it afterwards is `use-after-release`, and
+ *  so is an op begun on another thread that reads or writes it and has not ended yet. */
 static inline void tlsan_tensor_release(const void *arena_base, const char *name, const void *addr,
                                         unsigned flags)
 {

@@ -72,6 +72,22 @@ struct read_before_write *finding_read_before_write(struct finding *f, struct fi
     return v;
 }
 
+struct unordered_reuse *finding_unordered_reuse(struct finding *f, struct finding_tensor old_tenant,
+                                                struct finding_tensor new_tenant, const char *arena,
+                                                enum finding_moment moment, struct finding_call op,
+                                                int stream)
+{
+    f->variant = FINDING_UNORDERED_REUSE;
+    struct unordered_reuse *v = &f->unordered_reuse;
+    *v = (struct unordered_reuse){.old_tenant = old_tenant,
+                                  .new_tenant = new_tenant,
+                                  .arena = arena,
+                                  .moment = moment,
+                                  .op = op,
+                                  .stream = stream};
+    return v;
+}
+
 /* ---- reports ---- */
 
 static const char *moment_verb(enum finding_moment moment)
@@ -133,8 +149,55 @@ static const char *access_done(enum finding_moment moment)
     return moment == MOMENT_WRITE ? "written" : "read";
 }
 
+/* "read by op 'X' (in flight) at:" and the op's stack. */
+static void report_op_access(struct report *r, enum finding_moment moment, struct finding_call op,
+                             bool in_flight)
+{
+    char title[320];
+    struct outbuf o = {title, 0, sizeof title - 1};
+    out_appendf(&o, "%s by op ", access_done(moment));
+    append_op(&o, op.op);
+    out_appendf(&o, "%s at", in_flight ? " (in flight)" : "");
+    title[o.len] = 0;
+    report_stack(r, title, op.stack);
+}
+
+/* An op still in flight when its tensor was released. */
+static void report_released_in_flight(const struct use_after_release *v)
+{
+    const char *shown = v->view ? v->view : v->root.name;
+    struct report *r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'", shown);
+    if (!r)
+        return;
+    if (v->view)
+        report_line(r,
+                    "  op '%s' (stream %d) %s view '%s' of '%s' ('%s': arena '%s', bytes [%llu, "
+                    "%llu)) and was still in flight when '%s' was released",
+                    v->op.op, v->stream, moment_verb(v->moment), v->view, v->root.name,
+                    v->root.name, v->arena, (ull)v->root.lo, (ull)v->root.hi, v->root.name);
+    else
+        report_line(r,
+                    "  op '%s' (stream %d) %s '%s' (arena '%s', bytes [%llu, %llu)) and was still "
+                    "in flight when it was released",
+                    v->op.op, v->stream, moment_verb(v->moment), v->root.name, v->arena,
+                    (ull)v->root.lo, (ull)v->root.hi);
+    report_line(r, "  no event or sync orders the op's end before the release");
+    report_op_access(r, v->moment, v->op, true);
+    report_stack(r, "released at", v->release_stack);
+    report_stack(r, "bound at", v->root.stack);
+    report_tensor(r, v->root.name);
+    if (v->view)
+        report_tensor(r, v->view);
+    report_end(r, "%s (released while op '%s' on stream %d %s it)", shown, v->op.op, v->stream,
+               moment_verb(v->moment));
+}
+
 static void report_use_after_release(const struct use_after_release *v)
 {
+    if (v->in_flight) {
+        report_released_in_flight(v);
+        return;
+    }
     const char *shown = v->view ? v->view : v->root.name;
     struct report *r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'", shown);
     if (!r)
@@ -149,13 +212,7 @@ static void report_use_after_release(const struct use_after_release *v)
         report_line(r, "  op '%s' %s '%s' (arena '%s', bytes [%llu, %llu)) after its release",
                     v->op.op, moment_verb(v->moment), v->root.name, v->arena, (ull)v->root.lo,
                     (ull)v->root.hi);
-    char title[320];
-    struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "%s by op ", access_done(v->moment));
-    append_op(&o, v->op.op);
-    out_appendf(&o, " at");
-    title[o.len] = 0;
-    report_stack(r, title, v->op.stack);
+    report_op_access(r, v->moment, v->op, false);
     report_stack(r, v->root_rebound ? "storage root bound again at" : "released at",
                  v->root_rebound ? v->root.stack : v->release_stack);
     if (!v->root_rebound)
@@ -235,13 +292,7 @@ static void report_read_before_write(const struct read_before_write *v)
                     "since its bind and which is not an input",
                     v->op.op, v->root.name, v->arena, (ull)v->lo, (ull)v->hi);
     report_line(r, "  its bytes still hold the previous tenant's data or the sentinel");
-    char title[320];
-    struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "read by op ");
-    append_op(&o, v->op.op);
-    out_appendf(&o, " at");
-    title[o.len] = 0;
-    report_stack(r, title, v->op.stack);
+    report_op_access(r, MOMENT_READ, v->op, false);
     report_stack(r, "bound at", v->root.stack);
     report_tensor(r, v->root.name);
     if (v->view)
@@ -251,6 +302,39 @@ static void report_read_before_write(const struct read_before_write *v)
                    v->op.op);
     else
         report_end(r, "%s (not written since its bind, read by op '%s')", shown, v->op.op);
+}
+
+static void report_unordered_reuse(const struct unordered_reuse *v)
+{
+    const struct finding_tensor *old = &v->old_tenant, *new_tenant = &v->new_tenant;
+    struct report *r =
+        report_begin(TLSAN_KIND_UNORDERED_REUSE, 1, "between '%s' and '%s' in arena '%s'",
+                     old->name, new_tenant->name, v->arena);
+    if (!r)
+        return;
+    char what[160];
+    struct outbuf o = {what, 0, sizeof what - 1};
+    if (v->view)
+        out_appendf(&o, "view '%s' of '%s'", v->view, old->name);
+    else
+        out_appendf(&o, "'%s'", old->name);
+    what[o.len] = 0;
+    report_line(r,
+                "  '%s' (bytes [%llu, %llu)) was bound over bytes of released '%s' while op '%s' "
+                "(stream %d), which %s %s (bytes [%llu, %llu)), was still in flight",
+                new_tenant->name, (ull)new_tenant->lo, (ull)new_tenant->hi, old->name, v->op.op,
+                v->stream, moment_verb(v->moment), what, (ull)old->lo, (ull)old->hi);
+    report_line(r, "  no event or sync orders the op's end before the reuse");
+    report_op_access(r, v->moment, v->op, true);
+    report_tensor_at(r, new_tenant, "new tenant, bound");
+    report_stack(r, "previous tenant released at", v->old_release_stack);
+    report_tensor_at(r, old, "previous tenant, bound");
+    if (v->view)
+        report_tensor(r, v->view);
+    report_end(
+        r, "'%s' and '%s' in arena '%s' ('%s' bound over '%s' while op '%s' on stream %d %s it)",
+        old->name, new_tenant->name, v->arena, new_tenant->name, old->name, v->op.op, v->stream,
+        moment_verb(v->moment));
 }
 
 /* The one headline of live-corruption; " in GRAPH" for a ggml graph. */
@@ -420,6 +504,9 @@ void finding_report(const struct finding *f)
         break;
     case FINDING_READ_BEFORE_WRITE:
         report_read_before_write(&f->read_before_write);
+        break;
+    case FINDING_UNORDERED_REUSE:
+        report_unordered_reuse(&f->unordered_reuse);
         break;
     }
 }

@@ -57,6 +57,7 @@ enum finding_variant {
     FINDING_STALE_WRITE,
     FINDING_SLOT_OVERFLOW,
     FINDING_READ_BEFORE_WRITE,
+    FINDING_UNORDERED_REUSE,
 };
 
 /* An op read or wrote a released tensor. */
@@ -69,6 +70,10 @@ struct use_after_release {
                                    declared */
     enum finding_moment moment; /* MOMENT_READ or MOMENT_WRITE */
     struct finding_call op;
+    /* The op was still in flight (on stream `stream`) when the root was released: nothing
+     * ordered its end before the release. Otherwise it began after the release. */
+    bool in_flight;
+    int stream;
 };
 
 /* Why a live tensor's bytes changed. */
@@ -137,6 +142,21 @@ struct read_before_write {
     struct finding_call op; /* the reading op */
 };
 
+/* Bytes of a released tenant were bound to a new tensor while an op that accesses the old
+ * tenant was still in flight: no event or sync ordered the op's end before the reuse (the
+ * checker's unordered-reuse, seen as it happens). */
+struct unordered_reuse {
+    struct finding_tensor old_tenant; /* the root the op accesses; bytes: those it accesses;
+                                         stack: its bind */
+    uint32_t old_release_stack;       /* 0 when not known */
+    struct finding_tensor new_tenant; /* stack: its bind */
+    const char *arena;
+    const char *view;           /* the view the op named; NULL when it named the root */
+    enum finding_moment moment; /* MOMENT_READ or MOMENT_WRITE */
+    struct finding_call op;     /* the op in flight */
+    int stream;                 /* its stream */
+};
+
 struct finding {
     struct finding *next; /* the engine's list of findings to report */
     bool repeated;        /* reported before by this process: not again */
@@ -147,6 +167,7 @@ struct finding {
         struct stale_write stale_write;
         struct slot_overflow slot_overflow;
         struct read_before_write read_before_write;
+        struct unordered_reuse unordered_reuse;
     };
 };
 
@@ -167,6 +188,10 @@ struct slot_overflow *finding_slot_overflow(struct finding *f, struct finding_te
                                             const struct finding_bytes *bytes);
 struct read_before_write *finding_read_before_write(struct finding *f, struct finding_tensor root,
                                                     const char *arena, struct finding_call op);
+struct unordered_reuse *finding_unordered_reuse(struct finding *f, struct finding_tensor old_tenant,
+                                                struct finding_tensor new_tenant, const char *arena,
+                                                enum finding_moment moment, struct finding_call op,
+                                                int stream);
 
 /* Writes f's report (runtime_report.h), symbolized. Call with no lock held. */
 void finding_report(const struct finding *f);

@@ -1,6 +1,8 @@
 /* op.c - ops: tlsan_op_begin/end resolve their tensors, check reads of released or clobbered
  * tensors and of bytes not written since their bind, mark clobbers and check the bytes past
  * each written root (declared in engine.h). */
+#include "engine/op.h"
+
 #include "engine/arena.h"
 #include "engine/sentinel_ranges.h"
 #include "engine/state.h"
@@ -50,6 +52,8 @@ static int resolve(const char *nm, struct access *x)
         x->hi = t->off + t->size;
     }
     x->gen = x->root->gen;
+    x->arena = x->root->arena;
+    x->bind_stack = x->root->bind_stack;
     return x->status = RESOLVE_OK;
 }
 
@@ -136,6 +140,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
     op->writes = op->accesses + nr;
     op->n_reads = op->n_writes = op->n_inplace = 0;
     op->stack = stack;
+    op->stream = info->stream;
+    op->thread = pthread_self();
     op->id = ++g_engine.next_op;
     op->name = engine_intern(info->name);
     trace_op(op->id, op->name, info->stream, info->reads, nr, info->writes, nw, info->inplace, nip,
@@ -231,6 +237,85 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
     uint64_t id = op->id;
     work_done(&w);
     return id;
+}
+
+/* The i-th of the op's accesses, its writes first (a finding then names the write of an op
+ * that reads and writes a tensor), for i below n_writes + n_reads. */
+static struct access *op_access(struct op *op, size_t i, bool *is_write)
+{
+    *is_write = i < op->n_writes;
+    return *is_write ? &op->writes[i] : &op->reads[i - op->n_writes];
+}
+
+static bool accesses_tenant(const struct access *x, const struct tensor *t)
+{
+    return x->status == RESOLVE_OK && x->root == t && x->gen == t->gen;
+}
+
+size_t ops_in_flight_release(struct work *w, const struct tensor *t)
+{
+    pthread_t self = pthread_self();
+    size_t n_reported = 0;
+    for (struct op *op = g_engine.ops; op; op = op->next) {
+        struct access *first = NULL;
+        bool first_writes = false;
+        /* The op's own thread releasing it is the op's program order, not a race. */
+        bool race = !pthread_equal(op->thread, self);
+        for (size_t i = 0; i < op->n_writes + op->n_reads; i++) {
+            bool is_write;
+            struct access *x = op_access(op, i, &is_write);
+            if (!accesses_tenant(x, t))
+                continue;
+            x->release_stack = t->release_stack; /* for a bind over its bytes later */
+            x->in_flight_reported |= race;
+            if (!first) {
+                first = x;
+                first_writes = is_write;
+            }
+        }
+        if (!first || !race)
+            continue;
+        n_reported++;
+        struct finding *f = finding_alloc(w);
+        if (!f)
+            continue;
+        struct use_after_release *v = finding_use_after_release(
+            f, tensor_as_bound(t), arena_name_of(t), t->release_stack,
+            first_writes ? MOMENT_WRITE : MOMENT_READ, (struct finding_call){op->name, op->stack});
+        v->view = first->named != t ? first->name : NULL;
+        v->in_flight = true;
+        v->stream = op->stream;
+    }
+    return n_reported;
+}
+
+void ops_in_flight_bind(struct work *w, const struct tensor *u)
+{
+    pthread_t self = pthread_self();
+    uint64_t lo = u->off, hi = u->off + u->size;
+    for (struct op *op = g_engine.ops; op; op = op->next) {
+        if (pthread_equal(op->thread, self))
+            continue;
+        for (size_t i = 0; i < op->n_writes + op->n_reads; i++) {
+            bool is_write;
+            struct access *x = op_access(op, i, &is_write);
+            const struct tensor *old = x->root;
+            /* A tenant still live is not reused (sharing its bytes is the clobber check's). */
+            if (x->status != RESOLVE_OK || x->in_flight_reported || x->arena != u->arena ||
+                (old->bound && old->gen == x->gen) || !ranges_overlap(x->lo, x->hi, lo, hi))
+                continue;
+            x->in_flight_reported = true;
+            struct finding *f = finding_alloc(w);
+            if (!f)
+                continue;
+            struct unordered_reuse *v = finding_unordered_reuse(
+                f, (struct finding_tensor){old->name, x->bind_stack, x->lo, x->hi},
+                tensor_as_bound(u), x->arena->name, is_write ? MOMENT_WRITE : MOMENT_READ,
+                (struct finding_call){op->name, op->stack}, op->stream);
+            v->old_release_stack = x->release_stack;
+            v->view = x->named != old ? x->name : NULL;
+        }
+    }
 }
 
 /* op_end for one written root: clobber marks, the bytes past its end, the hash job. */

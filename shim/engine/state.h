@@ -148,6 +148,12 @@ struct access {
     struct tensor *named, *root;
     uint64_t gen, lo, hi; /* root tenant and the bytes accessed (arena offsets) */
     int status;
+    /* The tenant as the op saw it (RESOLVE_OK), for a report made after its release or a new
+     * bind of the name: its arena and bind stack, and its release stack once it was released
+     * while the op was in flight. */
+    struct arena *arena;
+    uint32_t bind_stack, release_stack;
+    bool in_flight_reported; /* its release or reuse while the op ran was reported */
 };
 
 /* Ops are recycled through a free list (with their arrays), so that an op costs no
@@ -157,6 +163,8 @@ struct op {
     uint64_t id;
     const char *name;
     uint32_t stack;
+    int stream;
+    pthread_t thread; /* the thread that began it: its own releases and binds are ordered */
     struct access *reads, *writes; /* both in accesses */
     size_t n_reads, n_writes;
     struct tensor **inplace_inputs; /* roots of its in-place inputs */

@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1036,8 +1037,17 @@ static void chain_segv(int sig, siginfo_t *si, void *uc)
         raise(sig); /* a fault repeats on return, a sent signal is sent again */
 }
 
+/* A fill of a freed large block that may fault (fill_tolerating_faults): the range being
+ * written, and where to go back to when a page of it is not writable. */
+static __thread sigjmp_buf *t_fill_escape __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_fill_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_fill_hi __attribute__((tls_model("initial-exec")));
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
+    uintptr_t fault = (uintptr_t)si->si_addr;
+    if (t_fill_escape && fault >= t_fill_lo && fault < t_fill_hi)
+        siglongjmp(*t_fill_escape, 1);
     int saved = errno;
     int is_write = -1;
 #if defined(__x86_64__) && defined(REG_ERR)
@@ -1296,6 +1306,30 @@ void heap_free_unclaim(void *p)
     set_flags((uintptr_t)p, 0, F_CLAIMED);
 }
 
+/* Fills [p, p + n) of a large freed block with the sentinel, or returns false when a page
+ * of it is not writable: the program made it read-only (mprotect) before freeing it, which
+ * natively is harmless, since glibc unmaps a block that large without writing to it. The
+ * SIGSEGV handler jumps back here; saving the signal mask costs a system call, nothing
+ * beside the mprotect of guarding and the fill of 128 KiB or more. */
+static bool fill_tolerating_faults(void *p, size_t n)
+{
+    if (!n)
+        return true;
+    install_segv_handler();
+    sigjmp_buf escape;
+    if (sigsetjmp(escape, 1)) {
+        t_fill_escape = NULL;
+        return false;
+    }
+    t_fill_lo = (uintptr_t)p;
+    t_fill_hi = (uintptr_t)p + n;
+    atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
+    t_fill_escape = &escape;
+    sentinel_fill(p, n);
+    t_fill_escape = NULL;
+    return true;
+}
+
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
@@ -1353,12 +1387,17 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
         set_flags(a, 0, F_GUARDED);
         bytes = quarantine_cost(&e, 0);
     }
+    bool filled = true;
     if (g_fill && guarded) {
-        sentinel_fill(p, lo - a);
-        sentinel_fill((void *)hi, a + e.size - hi);
+        filled = fill_tolerating_faults(p, lo - a) &&
+                 fill_tolerating_faults((void *)hi, a + e.size - hi);
+    } else if (g_fill && e.size >= HEAP_GUARD_MIN) {
+        filled = fill_tolerating_faults(p, e.size);
     } else if (g_fill) {
         sentinel_fill(p, e.size);
     }
+    if (!filled)
+        set_flags(a, 0, F_FILLED); /* not verified at its eviction: its bytes are its own */
     quarantine(a, bytes, guarded ? hi - lo : 0);
 }
 

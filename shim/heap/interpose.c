@@ -249,13 +249,18 @@ static void *full_block(size_t n, unsigned flags, size_t extra, uint32_t stack)
     if (l.total == n + extra || n > ((size_t)1 << 40))
         return NULL;
     /* The real allocator has no room for what the shim adds (redzones, table), even with
-     * the quarantine emptied: a correct program must not run out because of the shim, so
-     * it stops checking, and the block is the real allocator's own. */
+     * the quarantine emptied. When it has none for the bare block either, the program's
+     * request fails as natively (NULL, ENOMEM: a program may probe how much it can have),
+     * and checking goes on. When the bare block fits, a correct program must not run out
+     * because of the shim: it stops checking, and the block is the real allocator's own. */
     int saved = errno;
-    shim_fail("the real allocator is out of memory");
     real = zeroed ? real_calloc(1, n) : real_malloc(n);
-    if (real)
-        errno = saved;
+    if (!real) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    shim_fail("the real allocator is out of memory");
+    errno = saved;
     return real;
 }
 

@@ -62,6 +62,16 @@ expect_top_frame() {
         *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
     esac
 }
+# expect_top_frame_at TEXT TITLE FUNC FILE:LINE WHAT: the same, and frame #0 is at that line of
+# that source file.
+expect_top_frame_at() {
+    local frame
+    frame=$(printf '%s\n' "$1" | grep -F -A1 -- "$2:" | sed -n 2p)
+    case "$frame" in
+        *"#0 "*" in $3+"*" at "*"/$4 ("*) ok ;;
+        *) bad "$5: frame #0 under '$2' is '$frame', want $3 at $4" ;;
+    esac
+}
 # expect_eq GOT WANT WHAT
 expect_eq() {
     if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
