@@ -1,6 +1,7 @@
 /* finding.c - the run-time findings: their constructors and their reports. */
 #include "engine/finding.h"
 
+#include "engine/handle.h"
 #include "out.h"
 #include "runtime_report.h"
 
@@ -113,6 +114,16 @@ static void hex(char *buf, size_t cap, const unsigned char *b, size_t n)
     buf[o.len] = 0;
 }
 
+/* "'OP'" for a stack title, with the op's source location when it was declared with one:
+ * "'OP' (FILE:LINE in FUNC)". */
+static void append_op(struct outbuf *b, const char *op)
+{
+    char where[256];
+    out_appendf(b, "'%s'", op);
+    if (engine_op_location(op, where, sizeof where))
+        out_appendf(b, " (%s)", where);
+}
+
 /* "'NAME' (bytes [LO, HI)) WHAT at:" and its stack; names the tensor in the trace. */
 static void report_tensor_at(struct report *r, const struct finding_tensor *t, const char *what)
 {
@@ -146,8 +157,9 @@ static void report_op_access(struct report *r, enum finding_moment moment, struc
 {
     char title[320];
     struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "%s by op '%s'%s at", access_done(moment), op.op,
-                in_flight ? " (in flight)" : "");
+    out_appendf(&o, "%s by op ", access_done(moment));
+    append_op(&o, op.op);
+    out_appendf(&o, "%s at", in_flight ? " (in flight)" : "");
     title[o.len] = 0;
     report_stack(r, title, op.stack);
 }
@@ -253,7 +265,9 @@ static void report_slot_overflow(const struct slot_overflow *v)
     report_bytes(r, b);
     char title[320];
     struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "written by op '%s' at", v->writer.op);
+    out_appendf(&o, "written by op ");
+    append_op(&o, v->writer.op);
+    out_appendf(&o, " at");
     title[o.len] = 0;
     report_stack(r, title, v->writer.stack);
     report_stack(r, "bound at", t->stack);
@@ -440,32 +454,40 @@ static void report_live_corruption(const struct live_corruption *v)
                            "tensor, or by an op that did not declare it");
     }
     if (v->last_writer.op) {
-        out_appendf(&b, "last written by op '%s' at", v->last_writer.op);
+        out_appendf(&b, "last written by op ");
+        append_op(&b, v->last_writer.op);
+        out_appendf(&b, " at");
         title[b.len] = 0;
         report_stack(r, title, v->last_writer.stack);
     } else {
         report_line(r, "  not written by any op since its bind (an input, or written by the host)");
     }
     b.len = 0;
-    if (v->moment == MOMENT_OP_END)
-        out_appendf(&b, "changed while op '%s' ran, begun at", v->by.op);
-    else if (v->by.op)
-        out_appendf(&b, "%s by op '%s' at", access_done(v->moment), v->by.op);
-    else
+    if (v->moment == MOMENT_OP_END) {
+        out_appendf(&b, "changed while op ");
+        append_op(&b, v->by.op);
+        out_appendf(&b, " ran, begun at");
+    } else if (v->by.op) {
+        out_appendf(&b, "%s by op ", access_done(v->moment));
+        append_op(&b, v->by.op);
+        out_appendf(&b, " at");
+    } else
         out_appendf(&b, "%s at", v->moment == MOMENT_RELEASE ? "released" : "arena destroyed");
     title[b.len] = 0;
     report_stack(r, title, v->by.stack);
     for (size_t i = 0; i < v->n_in_flight; i++) {
         b.len = 0;
-        out_appendf(&b, "op '%s' (stream %d, in flight) begun at", v->in_flight[i].call.op,
-                    v->in_flight[i].stream);
+        out_appendf(&b, "op ");
+        append_op(&b, v->in_flight[i].call.op);
+        out_appendf(&b, " (stream %d, in flight) begun at", v->in_flight[i].stream);
         title[b.len] = 0;
         report_stack(r, title, v->in_flight[i].call.stack);
     }
     if (overwritten || in_place) {
         b.len = 0;
-        out_appendf(&b, "overwritten by op '%s' (writing '%s') at", v->overwriting_op.op,
-                    v->overwriter.name);
+        out_appendf(&b, "overwritten by op ");
+        append_op(&b, v->overwriting_op.op);
+        out_appendf(&b, " (writing '%s') at", v->overwriter.name);
         title[b.len] = 0;
         report_stack(r, title, v->overwriting_op.stack);
         report_tensor_at(r, &v->overwriter, "bound");

@@ -53,6 +53,7 @@ struct name {
     uint64_t hash;
     struct tensor *tensor; /* the tensor of this name, NULL when never bound */
     bool plan_shared;      /* shares bytes with another root in a loaded plan */
+    uint32_t handle_slot;  /* handle.c's slot of this name, 0 when it has none yet */
     char text[];
 };
 
