@@ -83,7 +83,7 @@ typedef enum tlsan_severity {
 
 /** Which part of tlsan decides a kind: one per kind, which places it in the table (the
  *  checker's first). A checker kind may also be found by the tensor runtime as it happens:
- *  `read-before-write` is (docs/runtime.md, "Findings at run time"). */
+ *  `read-before-write` and `unordered-reuse` are (docs/runtime.md, "Findings at run time"). */
 typedef enum tlsan_finder {
     /** The static checker: tlsan check, tlsan replay, and the shim's tlsan_plan_load and ggml
      *  graphs (src/check/). */
@@ -91,7 +91,8 @@ typedef enum tlsan_finder {
     /** The shim's malloc interposition, for every program (shim/heap/). */
     TLSAN_FOUND_BY_HEAP = 2,
     /** The shim's tensor runtime: the annotation API and the ggml adapter (shim/engine/,
-     *  shim/ggml/). The annotation API also reports the checker's read-before-write. */
+     *  shim/ggml/). The annotation API also reports the checker's read-before-write and
+     *  unordered-reuse. */
     TLSAN_FOUND_BY_TENSOR_RUNTIME = 3,
 } tlsan_finder;
 

@@ -20,6 +20,8 @@
 #define TLSAN_RT_API __attribute__((visibility("default")))
 
 struct tlsan_op_info;
+struct tlsan_op_decl;
+struct tlsan_src_loc;
 
 TLSAN_RT_API void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes);
 TLSAN_RT_API void tlsan_rt_arena_destroy(const void *base);
@@ -35,6 +37,16 @@ TLSAN_RT_API void tlsan_rt_op_end(uint64_t op_token);
 TLSAN_RT_API void tlsan_rt_event_record(int event, int stream);
 TLSAN_RT_API void tlsan_rt_event_wait(int stream, int event);
 TLSAN_RT_API void tlsan_rt_host_sync(void);
+/* API version 2, by handle (engine/handle.c). */
+TLSAN_RT_API uint64_t tlsan_rt_bind(const void *arena_base, const char *name, const void *addr,
+                                    size_t size_bytes, unsigned flags);
+TLSAN_RT_API uint64_t tlsan_rt_bind_inplace(const char *name, uint64_t input, unsigned flags);
+TLSAN_RT_API uint64_t tlsan_rt_view(const char *name, uint64_t base, size_t view_offset_bytes,
+                                    size_t size_bytes);
+TLSAN_RT_API void tlsan_rt_release(uint64_t tensor);
+TLSAN_RT_API uint64_t tlsan_rt_op_start(const struct tlsan_op_decl *op);
+TLSAN_RT_API void tlsan_rt_host_access(uint64_t tensor, size_t offset_bytes, size_t size_bytes,
+                                       unsigned access, const struct tlsan_src_loc *loc);
 
 /* The heap hook's part (interpose.c): a block of n bytes at p is being freed. An arena
  * inside it is dropped, with one usage warning, without its memory being read again (so

@@ -1,6 +1,7 @@
 /* finding.c - the run-time findings: their constructors and their reports. */
 #include "engine/finding.h"
 
+#include "engine/handle.h"
 #include "out.h"
 #include "runtime_report.h"
 
@@ -71,6 +72,22 @@ struct read_before_write *finding_read_before_write(struct finding *f, struct fi
     return v;
 }
 
+struct unordered_reuse *finding_unordered_reuse(struct finding *f, struct finding_tensor old_tenant,
+                                                struct finding_tensor new_tenant, const char *arena,
+                                                enum finding_moment moment, struct finding_call op,
+                                                int stream)
+{
+    f->variant = FINDING_UNORDERED_REUSE;
+    struct unordered_reuse *v = &f->unordered_reuse;
+    *v = (struct unordered_reuse){.old_tenant = old_tenant,
+                                  .new_tenant = new_tenant,
+                                  .arena = arena,
+                                  .moment = moment,
+                                  .op = op,
+                                  .stream = stream};
+    return v;
+}
+
 /* ---- reports ---- */
 
 static const char *moment_verb(enum finding_moment moment)
@@ -82,6 +99,8 @@ static const char *moment_verb(enum finding_moment moment)
         return "writes";
     case MOMENT_RELEASE:
         return "released";
+    case MOMENT_OP_END:
+        return "ended";
     default:
         return "arena destroyed";
     }
@@ -93,6 +112,16 @@ static void hex(char *buf, size_t cap, const unsigned char *b, size_t n)
     for (size_t i = 0; i < n; i++)
         out_appendf(&o, "%s%02x", i ? " " : "", b[i]);
     buf[o.len] = 0;
+}
+
+/* "'OP'" for a stack title, with the op's source location when it was declared with one:
+ * "'OP' (FILE:LINE in FUNC)". */
+static void append_op(struct outbuf *b, const char *op)
+{
+    char where[256];
+    out_appendf(b, "'%s'", op);
+    if (engine_op_location(op, where, sizeof where))
+        out_appendf(b, " (%s)", where);
 }
 
 /* "'NAME' (bytes [LO, HI)) WHAT at:" and its stack; names the tensor in the trace. */
@@ -122,8 +151,55 @@ static const char *access_done(enum finding_moment moment)
     return moment == MOMENT_WRITE ? "written" : "read";
 }
 
+/* "read by op 'X' (in flight) at:" and the op's stack. */
+static void report_op_access(struct report *r, enum finding_moment moment, struct finding_call op,
+                             bool in_flight)
+{
+    char title[320];
+    struct outbuf o = {title, 0, sizeof title - 1};
+    out_appendf(&o, "%s by op ", access_done(moment));
+    append_op(&o, op.op);
+    out_appendf(&o, "%s at", in_flight ? " (in flight)" : "");
+    title[o.len] = 0;
+    report_stack(r, title, op.stack);
+}
+
+/* An op still in flight when its tensor was released. */
+static void report_released_in_flight(const struct use_after_release *v)
+{
+    const char *shown = v->view ? v->view : v->root.name;
+    struct report *r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'", shown);
+    if (!r)
+        return;
+    if (v->view)
+        report_line(r,
+                    "  op '%s' (stream %d) %s view '%s' of '%s' ('%s': arena '%s', bytes [%llu, "
+                    "%llu)) and was still in flight when '%s' was released",
+                    v->op.op, v->stream, moment_verb(v->moment), v->view, v->root.name,
+                    v->root.name, v->arena, (ull)v->root.lo, (ull)v->root.hi, v->root.name);
+    else
+        report_line(r,
+                    "  op '%s' (stream %d) %s '%s' (arena '%s', bytes [%llu, %llu)) and was still "
+                    "in flight when it was released",
+                    v->op.op, v->stream, moment_verb(v->moment), v->root.name, v->arena,
+                    (ull)v->root.lo, (ull)v->root.hi);
+    report_line(r, "  no event or sync orders the op's end before the release");
+    report_op_access(r, v->moment, v->op, true);
+    report_stack(r, "released at", v->release_stack);
+    report_stack(r, "bound at", v->root.stack);
+    report_tensor(r, v->root.name);
+    if (v->view)
+        report_tensor(r, v->view);
+    report_end(r, "%s (released while op '%s' on stream %d %s it)", shown, v->op.op, v->stream,
+               moment_verb(v->moment));
+}
+
 static void report_use_after_release(const struct use_after_release *v)
 {
+    if (v->in_flight) {
+        report_released_in_flight(v);
+        return;
+    }
     const char *shown = v->view ? v->view : v->root.name;
     struct report *r = report_begin(TLSAN_KIND_USE_AFTER_RELEASE, 1, "on tensor '%s'", shown);
     if (!r)
@@ -138,11 +214,7 @@ static void report_use_after_release(const struct use_after_release *v)
         report_line(r, "  op '%s' %s '%s' (arena '%s', bytes [%llu, %llu)) after its release",
                     v->op.op, moment_verb(v->moment), v->root.name, v->arena, (ull)v->root.lo,
                     (ull)v->root.hi);
-    char title[320];
-    struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "%s by op '%s' at", access_done(v->moment), v->op.op);
-    title[o.len] = 0;
-    report_stack(r, title, v->op.stack);
+    report_op_access(r, v->moment, v->op, false);
     report_stack(r, v->root_rebound ? "storage root bound again at" : "released at",
                  v->root_rebound ? v->root.stack : v->release_stack);
     if (!v->root_rebound)
@@ -193,7 +265,9 @@ static void report_slot_overflow(const struct slot_overflow *v)
     report_bytes(r, b);
     char title[320];
     struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "written by op '%s' at", v->writer.op);
+    out_appendf(&o, "written by op ");
+    append_op(&o, v->writer.op);
+    out_appendf(&o, " at");
     title[o.len] = 0;
     report_stack(r, title, v->writer.stack);
     report_stack(r, "bound at", t->stack);
@@ -220,11 +294,7 @@ static void report_read_before_write(const struct read_before_write *v)
                     "since its bind and which is not an input",
                     v->op.op, v->root.name, v->arena, (ull)v->lo, (ull)v->hi);
     report_line(r, "  its bytes still hold the previous tenant's data or the sentinel");
-    char title[320];
-    struct outbuf o = {title, 0, sizeof title - 1};
-    out_appendf(&o, "read by op '%s' at", v->op.op);
-    title[o.len] = 0;
-    report_stack(r, title, v->op.stack);
+    report_op_access(r, MOMENT_READ, v->op, false);
     report_stack(r, "bound at", v->root.stack);
     report_tensor(r, v->root.name);
     if (v->view)
@@ -234,6 +304,39 @@ static void report_read_before_write(const struct read_before_write *v)
                    v->op.op);
     else
         report_end(r, "%s (not written since its bind, read by op '%s')", shown, v->op.op);
+}
+
+static void report_unordered_reuse(const struct unordered_reuse *v)
+{
+    const struct finding_tensor *old = &v->old_tenant, *new_tenant = &v->new_tenant;
+    struct report *r =
+        report_begin(TLSAN_KIND_UNORDERED_REUSE, 1, "between '%s' and '%s' in arena '%s'",
+                     old->name, new_tenant->name, v->arena);
+    if (!r)
+        return;
+    char what[160];
+    struct outbuf o = {what, 0, sizeof what - 1};
+    if (v->view)
+        out_appendf(&o, "view '%s' of '%s'", v->view, old->name);
+    else
+        out_appendf(&o, "'%s'", old->name);
+    what[o.len] = 0;
+    report_line(r,
+                "  '%s' (bytes [%llu, %llu)) was bound over bytes of released '%s' while op '%s' "
+                "(stream %d), which %s %s (bytes [%llu, %llu)), was still in flight",
+                new_tenant->name, (ull)new_tenant->lo, (ull)new_tenant->hi, old->name, v->op.op,
+                v->stream, moment_verb(v->moment), what, (ull)old->lo, (ull)old->hi);
+    report_line(r, "  no event or sync orders the op's end before the reuse");
+    report_op_access(r, v->moment, v->op, true);
+    report_tensor_at(r, new_tenant, "new tenant, bound");
+    report_stack(r, "previous tenant released at", v->old_release_stack);
+    report_tensor_at(r, old, "previous tenant, bound");
+    if (v->view)
+        report_tensor(r, v->view);
+    report_end(
+        r, "'%s' and '%s' in arena '%s' ('%s' bound over '%s' while op '%s' on stream %d %s it)",
+        old->name, new_tenant->name, v->arena, new_tenant->name, old->name, v->op.op, v->stream,
+        moment_verb(v->moment));
 }
 
 /* The one headline of live-corruption; " in GRAPH" for a ggml graph. */
@@ -323,35 +426,68 @@ static void report_live_corruption(const struct live_corruption *v)
         report_line(r, "  op '%s' consumed '%s' in place (its output '%s' took over the bytes); %s",
                     v->overwriting_op.op, name, v->overwriter.name, then);
     } else {
+        char when[320];
+        struct outbuf wb = {when, 0, sizeof when - 1};
+        if (v->moment == MOMENT_OP_END)
+            out_appendf(&wb, "at the end of op '%s'", v->by.op);
+        else
+            out_appendf(&wb, "when %s",
+                        v->moment == MOMENT_READ      ? "an op read it"
+                        : v->moment == MOMENT_RELEASE ? "it was released"
+                                                      : "its arena was destroyed");
+        when[wb.len] = 0;
         report_line(r,
                     "  its bytes changed with no write of its own: checksum %016llx after its "
-                    "last write, %016llx when %s",
-                    (ull)v->checksum_before, (ull)v->checksum_after,
-                    v->moment == MOMENT_READ      ? "an op read it"
-                    : v->moment == MOMENT_RELEASE ? "it was released"
-                                                  : "its arena was destroyed");
+                    "last write, %016llx %s",
+                    (ull)v->checksum_before, (ull)v->checksum_after, when);
+        if (v->moment == MOMENT_OP_END) {
+            report_line(r,
+                        "  they changed while op '%s' (stream %d) ran, or before it began and "
+                        "after they were last verified (every op's end verifies the live tensors)",
+                        v->by.op, v->by_stream);
+            if (v->n_in_flight)
+                report_line(r, "  %zu other op%s in flight then, which may have written them too",
+                            v->n_in_flight, v->n_in_flight == 1 ? " was" : "s were");
+        }
         if (v->n_sharers == 0)
             report_line(r, "  no other live tensor shares its bytes: a write outside any declared "
                            "tensor, or by an op that did not declare it");
     }
     if (v->last_writer.op) {
-        out_appendf(&b, "last written by op '%s' at", v->last_writer.op);
+        out_appendf(&b, "last written by op ");
+        append_op(&b, v->last_writer.op);
+        out_appendf(&b, " at");
         title[b.len] = 0;
         report_stack(r, title, v->last_writer.stack);
     } else {
         report_line(r, "  not written by any op since its bind (an input, or written by the host)");
     }
     b.len = 0;
-    if (v->by.op)
-        out_appendf(&b, "%s by op '%s' at", access_done(v->moment), v->by.op);
-    else
+    if (v->moment == MOMENT_OP_END) {
+        out_appendf(&b, "changed while op ");
+        append_op(&b, v->by.op);
+        out_appendf(&b, " ran, begun at");
+    } else if (v->by.op) {
+        out_appendf(&b, "%s by op ", access_done(v->moment));
+        append_op(&b, v->by.op);
+        out_appendf(&b, " at");
+    } else
         out_appendf(&b, "%s at", v->moment == MOMENT_RELEASE ? "released" : "arena destroyed");
     title[b.len] = 0;
     report_stack(r, title, v->by.stack);
+    for (size_t i = 0; i < v->n_in_flight; i++) {
+        b.len = 0;
+        out_appendf(&b, "op ");
+        append_op(&b, v->in_flight[i].call.op);
+        out_appendf(&b, " (stream %d, in flight) begun at", v->in_flight[i].stream);
+        title[b.len] = 0;
+        report_stack(r, title, v->in_flight[i].call.stack);
+    }
     if (overwritten || in_place) {
         b.len = 0;
-        out_appendf(&b, "overwritten by op '%s' (writing '%s') at", v->overwriting_op.op,
-                    v->overwriter.name);
+        out_appendf(&b, "overwritten by op ");
+        append_op(&b, v->overwriting_op.op);
+        out_appendf(&b, " (writing '%s') at", v->overwriter.name);
         title[b.len] = 0;
         report_stack(r, title, v->overwriting_op.stack);
         report_tensor_at(r, &v->overwriter, "bound");
@@ -370,7 +506,9 @@ static void report_live_corruption(const struct live_corruption *v)
         out_appendf(&t, "last written by op '%s', ", v->last_writer.op);
     else
         out_appendf(&t, "not written by an op, ");
-    if (v->by.op)
+    if (v->moment == MOMENT_OP_END)
+        out_appendf(&t, "changed while '%s' ran", v->by.op);
+    else if (v->by.op)
         out_appendf(&t, "%s by '%s'", access_done(v->moment), v->by.op);
     else
         out_appendf(&t, "%s%s", v->moment == MOMENT_RELEASE ? "at its release" : "at arena destroy",
@@ -398,6 +536,9 @@ void finding_report(const struct finding *f)
         break;
     case FINDING_READ_BEFORE_WRITE:
         report_read_before_write(&f->read_before_write);
+        break;
+    case FINDING_UNORDERED_REUSE:
+        report_unordered_reuse(&f->unordered_reuse);
         break;
     }
 }

@@ -26,13 +26,25 @@ struct finding_tensor {
 };
 
 /* What was happening to the tensor when the finding was seen. */
-enum finding_moment { MOMENT_READ, MOMENT_WRITE, MOMENT_RELEASE, MOMENT_ARENA_DESTROY };
+enum finding_moment {
+    MOMENT_READ,
+    MOMENT_WRITE,
+    MOMENT_RELEASE,
+    MOMENT_ARENA_DESTROY,
+    MOMENT_OP_END, /* checksum=all: an op's end verifies every live tensor */
+};
 
 /* A call a report names: an op (op NULL: a release or an arena destroy, not an op) and the
  * stack it was made at. */
 struct finding_call {
     const char *op;
     uint32_t stack;
+};
+
+/* An op a report names with its stream. */
+struct finding_op {
+    struct finding_call call;
+    int stream;
 };
 
 /* Bytes found where the sentinel was expected, from arena offset `offset` on. */
@@ -57,6 +69,7 @@ enum finding_variant {
     FINDING_STALE_WRITE,
     FINDING_SLOT_OVERFLOW,
     FINDING_READ_BEFORE_WRITE,
+    FINDING_UNORDERED_REUSE,
 };
 
 /* An op read or wrote a released tensor. */
@@ -69,6 +82,10 @@ struct use_after_release {
                                    declared */
     enum finding_moment moment; /* MOMENT_READ or MOMENT_WRITE */
     struct finding_call op;
+    /* The op was still in flight (on stream `stream`) when the root was released: nothing
+     * ordered its end before the release. Otherwise it began after the release. */
+    bool in_flight;
+    int stream;
 };
 
 /* Why a live tensor's bytes changed. */
@@ -84,15 +101,22 @@ struct live_corruption {
     enum corruption_cause cause;
     struct finding_tensor victim; /* stack: its bind */
     const char *arena;
-    enum finding_moment moment;      /* what found it: a read, its release, its arena's destroy */
-    struct finding_call by;          /* the op that read it, or the release / destroy call */
-    const char *via;                 /* the view the op read it through, or NULL */
+    enum finding_moment moment; /* what found it: a read, its release, its arena's destroy, the
+                                   end of an op (MOMENT_OP_END) */
+    struct finding_call by;     /* the op that read it (or whose end found it), or the release /
+                                   destroy call */
+    const char *via;            /* the view the op read it through, or NULL */
     struct finding_call last_writer; /* op NULL: not written by an op since its bind */
     /* CORRUPTION_OVERWRITTEN, CORRUPTION_CONSUMED_IN_PLACE */
     struct finding_tensor overwriter; /* the tensor written over it; stack: its bind */
     struct finding_call overwriting_op;
     /* CORRUPTION_CHECKSUM, CORRUPTION_GRAPH_CHECKSUM */
     uint64_t checksum_before, checksum_after;
+    /* MOMENT_OP_END: the stream of the op `by` that ran when the bytes changed, and the other
+     * ops in flight at its end, which may have written them too. */
+    int by_stream;
+    struct finding_op in_flight[FINDING_MAX_TENSORS];
+    size_t n_in_flight;
     /* The engine's: the other live roots sharing its bytes. */
     struct finding_tensor sharers[FINDING_MAX_TENSORS];
     size_t n_sharers;
@@ -137,6 +161,21 @@ struct read_before_write {
     struct finding_call op; /* the reading op */
 };
 
+/* Bytes of a released tenant were bound to a new tensor while an op that accesses the old
+ * tenant was still in flight: no event or sync ordered the op's end before the reuse (the
+ * checker's unordered-reuse, seen as it happens). */
+struct unordered_reuse {
+    struct finding_tensor old_tenant; /* the root the op accesses; bytes: those it accesses;
+                                         stack: its bind */
+    uint32_t old_release_stack;       /* 0 when not known */
+    struct finding_tensor new_tenant; /* stack: its bind */
+    const char *arena;
+    const char *view;           /* the view the op named; NULL when it named the root */
+    enum finding_moment moment; /* MOMENT_READ or MOMENT_WRITE */
+    struct finding_call op;     /* the op in flight */
+    int stream;                 /* its stream */
+};
+
 struct finding {
     struct finding *next; /* the engine's list of findings to report */
     bool repeated;        /* reported before by this process: not again */
@@ -147,6 +186,7 @@ struct finding {
         struct stale_write stale_write;
         struct slot_overflow slot_overflow;
         struct read_before_write read_before_write;
+        struct unordered_reuse unordered_reuse;
     };
 };
 
@@ -167,6 +207,10 @@ struct slot_overflow *finding_slot_overflow(struct finding *f, struct finding_te
                                             const struct finding_bytes *bytes);
 struct read_before_write *finding_read_before_write(struct finding *f, struct finding_tensor root,
                                                     const char *arena, struct finding_call op);
+struct unordered_reuse *finding_unordered_reuse(struct finding *f, struct finding_tensor old_tenant,
+                                                struct finding_tensor new_tenant, const char *arena,
+                                                enum finding_moment moment, struct finding_call op,
+                                                int stream);
 
 /* Writes f's report (runtime_report.h), symbolized. Call with no lock held. */
 void finding_report(const struct finding *f);

@@ -1,6 +1,8 @@
 /* op.c - ops: tlsan_op_begin/end resolve their tensors, check reads of released or clobbered
  * tensors and of bytes not written since their bind, mark clobbers and check the bytes past
  * each written root (declared in engine.h). */
+#include "engine/op.h"
+
 #include "engine/arena.h"
 #include "engine/sentinel_ranges.h"
 #include "engine/state.h"
@@ -50,6 +52,8 @@ static int resolve(const char *nm, struct access *x)
         x->hi = t->off + t->size;
     }
     x->gen = x->root->gen;
+    x->arena = x->root->arena;
+    x->bind_stack = x->root->bind_stack;
     return x->status = RESOLVE_OK;
 }
 
@@ -105,6 +109,19 @@ static bool op_inplace_in(const struct op *op, const struct tensor *root)
     return false;
 }
 
+/* checksum=all: a write beginning over bytes that other live roots share moves their epoch
+ * too, so that a verify computed outside the lock meanwhile is dropped (op_end's verify of
+ * every live root would otherwise see an in-place output's bytes change under its input). */
+static void sharers_move(const struct access *x)
+{
+    struct arena *a = x->arena;
+    for (size_t i = 0; i < a->n_live; i++) {
+        struct tensor *o = a->live[i];
+        if (o != x->root && ranges_overlap(o->off, o->off + o->size, x->lo, x->hi))
+            o->epoch++;
+    }
+}
+
 uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
 {
     if (!engine_active() || !info)
@@ -136,6 +153,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
     op->writes = op->accesses + nr;
     op->n_reads = op->n_writes = op->n_inplace = 0;
     op->stack = stack;
+    op->stream = info->stream;
+    op->thread = pthread_self();
     op->id = ++g_engine.next_op;
     op->name = engine_intern(info->name);
     trace_op(op->id, op->name, info->stream, info->reads, nr, info->writes, nw, info->inplace, nip,
@@ -199,6 +218,8 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
         t->writers++;
         t->epoch++;
         t->has_hash = false;
+        if (shim_opts()->checksum == SHIM_CHECKSUM_ALL)
+            sharers_move(x);
         tensor_written(t, x->lo, x->hi); /* after the reads: an op reads before it writes */
         if (x->lo == t->off && x->hi == t->off + t->size) {
             t->clobber = CLOBBER_NONE; /* rewritten whole: its old value no longer matters */
@@ -231,6 +252,85 @@ uint64_t tlsan_rt_op_begin(const tlsan_op_info *info)
     uint64_t id = op->id;
     work_done(&w);
     return id;
+}
+
+/* The i-th of the op's accesses, its writes first (a finding then names the write of an op
+ * that reads and writes a tensor), for i below n_writes + n_reads. */
+static struct access *op_access(struct op *op, size_t i, bool *is_write)
+{
+    *is_write = i < op->n_writes;
+    return *is_write ? &op->writes[i] : &op->reads[i - op->n_writes];
+}
+
+static bool accesses_tenant(const struct access *x, const struct tensor *t)
+{
+    return x->status == RESOLVE_OK && x->root == t && x->gen == t->gen;
+}
+
+size_t ops_in_flight_release(struct work *w, const struct tensor *t)
+{
+    pthread_t self = pthread_self();
+    size_t n_reported = 0;
+    for (struct op *op = g_engine.ops; op; op = op->next) {
+        struct access *first = NULL;
+        bool first_writes = false;
+        /* The op's own thread releasing it is the op's program order, not a race. */
+        bool race = !pthread_equal(op->thread, self);
+        for (size_t i = 0; i < op->n_writes + op->n_reads; i++) {
+            bool is_write;
+            struct access *x = op_access(op, i, &is_write);
+            if (!accesses_tenant(x, t))
+                continue;
+            x->release_stack = t->release_stack; /* for a bind over its bytes later */
+            x->in_flight_reported |= race;
+            if (!first) {
+                first = x;
+                first_writes = is_write;
+            }
+        }
+        if (!first || !race)
+            continue;
+        n_reported++;
+        struct finding *f = finding_alloc(w);
+        if (!f)
+            continue;
+        struct use_after_release *v = finding_use_after_release(
+            f, tensor_as_bound(t), arena_name_of(t), t->release_stack,
+            first_writes ? MOMENT_WRITE : MOMENT_READ, (struct finding_call){op->name, op->stack});
+        v->view = first->named != t ? first->name : NULL;
+        v->in_flight = true;
+        v->stream = op->stream;
+    }
+    return n_reported;
+}
+
+void ops_in_flight_bind(struct work *w, const struct tensor *u)
+{
+    pthread_t self = pthread_self();
+    uint64_t lo = u->off, hi = u->off + u->size;
+    for (struct op *op = g_engine.ops; op; op = op->next) {
+        if (pthread_equal(op->thread, self))
+            continue;
+        for (size_t i = 0; i < op->n_writes + op->n_reads; i++) {
+            bool is_write;
+            struct access *x = op_access(op, i, &is_write);
+            const struct tensor *old = x->root;
+            /* A tenant still live is not reused (sharing its bytes is the clobber check's). */
+            if (x->status != RESOLVE_OK || x->in_flight_reported || x->arena != u->arena ||
+                (old->bound && old->gen == x->gen) || !ranges_overlap(x->lo, x->hi, lo, hi))
+                continue;
+            x->in_flight_reported = true;
+            struct finding *f = finding_alloc(w);
+            if (!f)
+                continue;
+            struct unordered_reuse *v = finding_unordered_reuse(
+                f, (struct finding_tensor){old->name, x->bind_stack, x->lo, x->hi},
+                tensor_as_bound(u), x->arena->name, is_write ? MOMENT_WRITE : MOMENT_READ,
+                (struct finding_call){op->name, op->stack}, op->stream);
+            v->old_release_stack = x->release_stack;
+            v->view = x->named != old ? x->name : NULL;
+        }
+    }
 }
 
 /* op_end for one written root: clobber marks, the bytes past its end, the hash job. */
@@ -287,6 +387,50 @@ static void end_write(struct work *w, struct op *op, struct access *x, bool firs
                             stop); /* reported once: not a stale-write again at the next bind */
 }
 
+/* Whether an op in flight writes bytes of root t (through another root sharing them, such
+ * as an in-place output over its input): they may change until that op ends. Lock held. */
+static bool written_in_flight(const struct tensor *t)
+{
+    for (const struct op *o = g_engine.ops; o; o = o->next)
+        for (size_t i = 0; i < o->n_writes; i++) {
+            const struct access *x = &o->writes[i];
+            if (x->status == RESOLVE_OK && x->arena == t->arena &&
+                ranges_overlap(x->lo, x->hi, t->off, t->off + t->size))
+                return true;
+        }
+    return false;
+}
+
+/* checksum=all: queues a verify of every live root of every arena that holds a hash and that
+ * no op in flight writes (the op's own writes are hashed anew), so that bytes changed by no
+ * declared write are found at the end of the op that ran when they changed. */
+static void verify_live_at_end(struct work *w, const struct op *op)
+{
+    for (struct arena *a = g_engine.arenas; a; a = a->next) {
+        for (size_t i = 0; !a->dead && i < a->n_live; i++) {
+            struct tensor *t = a->live[i];
+            if (t->has_hash && t->writers == 0 && t->clobber == CLOBBER_NONE && !op_writes(op, t) &&
+                !written_in_flight(t))
+                job_add(w, t, true, MOMENT_OP_END, op->name, op->stack, NULL);
+        }
+    }
+}
+
+/* The findings of op_end's verify: the ended op's stream and the ops still in flight, which
+ * ran with it. Lock held. */
+static void name_ops_in_flight(struct work *w, int stream)
+{
+    for (struct finding *f = w->findings; f; f = f->next) {
+        struct live_corruption *v = &f->live_corruption;
+        if (f->variant != FINDING_LIVE_CORRUPTION || v->moment != MOMENT_OP_END)
+            continue;
+        v->by_stream = stream;
+        for (const struct op *o = g_engine.ops; o && v->n_in_flight < FINDING_MAX_TENSORS;
+             o = o->next)
+            v->in_flight[v->n_in_flight++] = (struct finding_op){{o->name, o->stack}, o->stream};
+    }
+}
+
 void tlsan_rt_op_end(uint64_t op_token)
 {
     if (!engine_active() || !op_token)
@@ -324,7 +468,10 @@ void tlsan_rt_op_end(uint64_t op_token)
         if (first && hash_wanted(t))
             job_add(&w, t, false, MOMENT_WRITE, op->name, op->stack, NULL);
     }
+    if (shim_opts()->checksum == SHIM_CHECKSUM_ALL)
+        verify_live_at_end(&w, op);
     jobs_seal(&w);
+    int stream = op->stream;
     op->next = g_engine.free_ops; /* nothing below needs it: names are interned */
     g_engine.free_ops = op;
     engine_unlock();
@@ -332,6 +479,7 @@ void tlsan_rt_op_end(uint64_t op_token)
         jobs_run(&w);
         engine_lock();
         jobs_apply(&w);
+        name_ops_in_flight(&w, stream);
         engine_unlock();
     }
     work_done(&w);

@@ -13,7 +13,8 @@
  * Checks. Clobbers are tracked at op_end from the declared writes: every other live root
  * whose bytes the write covers is marked, and a later read of it is live-corruption. Roots
  * are hashed (checksum.h) when their last in-flight writer ends and verified when an op
- * reads them, at release and at arena destroy: a mismatch is a change nobody declared.
+ * reads them, at release and at arena destroy (and, under checksum=all, all of them at every
+ * op's end, to name the op that ran): a mismatch is a change nobody declared.
  * Released bytes get the sentinel; bind verifies it (stale-write), op_end verifies the
  * bytes just past each written root (slot-overflow). Each root keeps the bytes declared
  * written since its bind; op_begin reports a read outside them (read-before-write).
@@ -52,6 +53,7 @@ struct name {
     uint64_t hash;
     struct tensor *tensor; /* the tensor of this name, NULL when never bound */
     bool plan_shared;      /* shares bytes with another root in a loaded plan */
+    uint32_t handle_slot;  /* handle.c's slot of this name, 0 when it has none yet */
     char text[];
 };
 
@@ -147,6 +149,12 @@ struct access {
     struct tensor *named, *root;
     uint64_t gen, lo, hi; /* root tenant and the bytes accessed (arena offsets) */
     int status;
+    /* The tenant as the op saw it (RESOLVE_OK), for a report made after its release or a new
+     * bind of the name: its arena and bind stack, and its release stack once it was released
+     * while the op was in flight. */
+    struct arena *arena;
+    uint32_t bind_stack, release_stack;
+    bool in_flight_reported; /* its release or reuse while the op ran was reported */
 };
 
 /* Ops are recycled through a free list (with their arrays), so that an op costs no
@@ -156,6 +164,8 @@ struct op {
     uint64_t id;
     const char *name;
     uint32_t stack;
+    int stream;
+    pthread_t thread; /* the thread that began it: its own releases and binds are ordered */
     struct access *reads, *writes; /* both in accesses */
     size_t n_reads, n_writes;
     struct tensor **inplace_inputs; /* roots of its in-place inputs */

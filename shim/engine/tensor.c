@@ -1,6 +1,7 @@
 /* tensor.c - tensors: tlsan_tensor_bind, tlsan_view_bind, tlsan_tensor_release (declared in
  * engine.h; nothing else leaves this file). */
 #include "engine/arena.h"
+#include "engine/op.h"
 #include "engine/sentinel_ranges.h"
 #include "engine/state.h"
 #include "engine/work.h"
@@ -134,6 +135,7 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     if (flags & (TLSAN_BIND_INPUT | TLSAN_BIND_INPLACE))
         tensor_written(t, t->off, t->off + t->size);
     PUSH(a->live, a->n_live, a->cap_live, t);
+    ops_in_flight_bind(&w, t);
     trace_bind(name, a->trace_id, t->off, size_bytes, flags, stack);
     if (shim_opts()->checksum == SHIM_CHECKSUM_SHARED)
         note_placement(t);
@@ -183,7 +185,7 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
         engine_unlock();
     }
     if (f) {
-        w.findings = f;
+        *w.tail = f;
         w.tail = &f->next;
     }
     work_done(&w);
@@ -265,13 +267,14 @@ void tlsan_rt_tensor_release(const void *arena_base, const char *name, const voi
             name, arena_base, addr, a->name, (void *)a->base, (void *)(a->base + t->off));
         return;
     }
-    if (t->writers > 0)
-        usage_warning(
-            "tlsan_tensor_release('%s'): released while %d op(s) writing it are in flight", name,
-            t->writers);
     if (hash_wanted(t) && t->has_hash && t->writers == 0 && t->clobber == CLOBBER_NONE)
         job_add(&w, t, true, MOMENT_RELEASE, NULL, 0, NULL);
     t->release_stack = stack;
+    /* A writer in flight on this thread is the op releasing its own output: a misuse. */
+    if (ops_in_flight_release(&w, t) == 0 && t->writers > 0)
+        usage_warning(
+            "tlsan_tensor_release('%s'): released while %d op(s) writing it are in flight", name,
+            t->writers);
     clobbered_output(&w, t, MOMENT_RELEASE);
     t->bound = false;
     t->epoch++;

@@ -107,7 +107,7 @@ static uint64_t finding_key(const struct finding *f)
         const struct use_after_release *v = &f->use_after_release;
         h = mix(h, v->root.name, (uint64_t)v->moment);
         h = mix(h, v->view, 0);
-        h = mix(h, v->op.op, 0);
+        h = mix(h, v->op.op, (uint64_t)v->in_flight);
         break;
     }
     case FINDING_LIVE_CORRUPTION: {
@@ -139,6 +139,13 @@ static uint64_t finding_key(const struct finding *f)
         h = mix(h, f->read_before_write.view, 0);
         h = mix(h, f->read_before_write.op.op, 0);
         break;
+    case FINDING_UNORDERED_REUSE: {
+        const struct unordered_reuse *v = &f->unordered_reuse;
+        h = mix(h, v->old_tenant.name, (uint64_t)v->moment);
+        h = mix(h, v->new_tenant.name, 0);
+        h = mix(h, v->op.op, 0);
+        break;
+    }
     }
     return h ? h : 1;
 }

@@ -24,6 +24,7 @@
  * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
 #include "heap/heap.h"
 #include "depot.h"
+#include "heap/sample.h"
 #include "lock.h"
 #include "out.h"
 #include "runtime_report.h"
@@ -31,6 +32,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -799,6 +801,13 @@ unsigned heap_verify_live(int symbolize)
     return found;
 }
 
+void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t alloc_stack,
+                          unsigned dealloc, uint32_t free_stack)
+{
+    struct block e = {addr, size, family, alloc_stack, 0};
+    report_mismatch(&e, dealloc, free_stack);
+}
+
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
     struct report *r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
@@ -1028,8 +1037,17 @@ static void chain_segv(int sig, siginfo_t *si, void *uc)
         raise(sig); /* a fault repeats on return, a sent signal is sent again */
 }
 
+/* A fill of a freed large block that may fault (fill_tolerating_faults): the range being
+ * written, and where to go back to when a page of it is not writable. */
+static __thread sigjmp_buf *t_fill_escape __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_fill_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_fill_hi __attribute__((tls_model("initial-exec")));
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
+    uintptr_t fault = (uintptr_t)si->si_addr;
+    if (t_fill_escape && fault >= t_fill_lo && fault < t_fill_hi)
+        siglongjmp(*t_fill_escape, 1);
     int saved = errno;
     int is_write = -1;
 #if defined(__x86_64__) && defined(REG_ERR)
@@ -1037,7 +1055,9 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
         is_write = (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
 #endif
     /* A fault inside the shim's own locked sections is not the program's access. */
-    if (!(si->si_code > 0 && !shim_t_locks && guard_fault((uintptr_t)si->si_addr, is_write)))
+    uintptr_t addr = (uintptr_t)si->si_addr;
+    if (!(si->si_code > 0 && !shim_t_locks &&
+          (sample_fault(addr, is_write) || guard_fault(addr, is_write))))
         chain_segv(sig, si, uc);
     errno = saved;
 }
@@ -1045,6 +1065,11 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 /* Installed when the first block is guarded, so a program that never frees a large block
  * never sees it. The program's earlier handler is chained to; one it installs later replaces
  * this one (its faults on guarded blocks then reach it, as natively the unmapped block's). */
+void heap_segv_install(void)
+{
+    install_segv_handler();
+}
+
 static void install_segv_handler(void)
 {
     if (atomic_exchange(&g_segv_installed, 1))
@@ -1281,6 +1306,30 @@ void heap_free_unclaim(void *p)
     set_flags((uintptr_t)p, 0, F_CLAIMED);
 }
 
+/* Fills [p, p + n) of a large freed block with the sentinel, or returns false when a page
+ * of it is not writable: the program made it read-only (mprotect) before freeing it, which
+ * natively is harmless, since glibc unmaps a block that large without writing to it. The
+ * SIGSEGV handler jumps back here; saving the signal mask costs a system call, nothing
+ * beside the mprotect of guarding and the fill of 128 KiB or more. */
+static bool fill_tolerating_faults(void *p, size_t n)
+{
+    if (!n)
+        return true;
+    install_segv_handler();
+    sigjmp_buf escape;
+    if (sigsetjmp(escape, 1)) {
+        t_fill_escape = NULL;
+        return false;
+    }
+    t_fill_lo = (uintptr_t)p;
+    t_fill_hi = (uintptr_t)p + n;
+    atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
+    t_fill_escape = &escape;
+    sentinel_fill(p, n);
+    t_fill_escape = NULL;
+    return true;
+}
+
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
@@ -1338,12 +1387,17 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
         set_flags(a, 0, F_GUARDED);
         bytes = quarantine_cost(&e, 0);
     }
+    bool filled = true;
     if (g_fill && guarded) {
-        sentinel_fill(p, lo - a);
-        sentinel_fill((void *)hi, a + e.size - hi);
+        filled = fill_tolerating_faults(p, lo - a) &&
+                 fill_tolerating_faults((void *)hi, a + e.size - hi);
+    } else if (g_fill && e.size >= HEAP_GUARD_MIN) {
+        filled = fill_tolerating_faults(p, e.size);
     } else if (g_fill) {
         sentinel_fill(p, e.size);
     }
+    if (!filled)
+        set_flags(a, 0, F_FILLED); /* not verified at its eviction: its bytes are its own */
     quarantine(a, bytes, guarded ? hi - lo : 0);
 }
 
@@ -1588,10 +1642,12 @@ void heap_lock_all(void)
     for (unsigned i = 0; i < SHARDS; i++)
         shim_lock_take(&g_shards[i].lock);
     shim_lock_take(&g_glock);
+    sample_lock();
 }
 
 void heap_unlock_all(void)
 {
+    sample_unlock();
     shim_lock_drop(&g_glock);
     for (unsigned i = SHARDS; i-- > 0;)
         shim_lock_drop(&g_shards[i].lock);
@@ -1602,6 +1658,7 @@ void heap_reinit_locks(void)
 {
     shim_lock_reset(&g_qlock);
     shim_lock_reset(&g_glock);
+    sample_reinit_lock();
     for (unsigned i = 0; i < SHARDS; i++)
         shim_lock_reset(&g_shards[i].lock);
 }

@@ -188,6 +188,12 @@ struct heap_stats {
 };
 void heap_get_stats(struct heap_stats *s);
 
+/* For the sampled blocks (sample.c), which are not in the table: the mismatch report, and the
+ * SIGSEGV handler installed before the first guarded page (it asks sample_fault first). */
+void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t alloc_stack,
+                          unsigned dealloc, uint32_t free_stack);
+void heap_segv_install(void);
+
 /* Fork handlers (shim.c): the quarantine lock, every table lock, the guard registry's. */
 void heap_lock_all(void);
 void heap_unlock_all(void);

@@ -29,6 +29,7 @@
 #include "depot.h"
 #include "engine/engine.h"
 #include "heap/heap.h"
+#include "heap/sample.h"
 #include "lock.h"
 #include "shim.h"
 #include "symheap.h"
@@ -248,13 +249,18 @@ static void *full_block(size_t n, unsigned flags, size_t extra, uint32_t stack)
     if (l.total == n + extra || n > ((size_t)1 << 40))
         return NULL;
     /* The real allocator has no room for what the shim adds (redzones, table), even with
-     * the quarantine emptied: a correct program must not run out because of the shim, so
-     * it stops checking, and the block is the real allocator's own. */
+     * the quarantine emptied. When it has none for the bare block either, the program's
+     * request fails as natively (NULL, ENOMEM: a program may probe how much it can have),
+     * and checking goes on. When the bare block fits, a correct program must not run out
+     * because of the shim: it stops checking, and the block is the real allocator's own. */
     int saved = errno;
-    shim_fail("the real allocator is out of memory");
     real = zeroed ? real_calloc(1, n) : real_malloc(n);
-    if (real)
-        errno = saved;
+    if (!real) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    shim_fail("the real allocator is out of memory");
+    errno = saved;
     return real;
 }
 
@@ -303,12 +309,36 @@ __attribute__((always_inline)) static inline void *alloc_as(size_t n, unsigned f
     }
     int saved = errno;
     uint32_t stack = STACK(1);
+    void *p;
+    if (UNLIKELY(sample_due()) && (p = sample_alloc(n, family, 0, stack)))
+        return done(p, saved);
     return done(full_block(n, family, 0, stack), saved);
 }
 
 EXPORT void *malloc(size_t n)
 {
     return alloc_as(n, HEAP_FAMILY_MALLOC);
+}
+
+/* The free of a block of the sampling pool (sample.h), by whatever path: checked on the full
+ * path; only taken back otherwise; inside a locked section (a signal handler) left alone, a
+ * leak, since the pool's lock may be this very thread's. */
+__attribute__((noinline)) static void free_sampled(void *p, unsigned family)
+{
+    int saved = errno;
+    resolve();
+    enum path how = path();
+    if (how == P_FULL) {
+        size_t n;
+        if (sample_size(p, &n))
+            engine_heap_block_freed(p, n);
+        uint32_t stack = STACK(1);
+        sample_free(p, family, stack, true);
+        shim_leave();
+    } else if (how != P_DEFER) {
+        sample_free(p, family, 0, false);
+    }
+    errno = saved;
 }
 
 /* free's body, for a function of `family` (free or operator delete): a block of another
@@ -319,6 +349,10 @@ __attribute__((always_inline)) static inline void free_as(void *p, unsigned fami
         return;
     if (UNLIKELY(symheap_owns(p))) {
         symheap_free(p);
+        return;
+    }
+    if (UNLIKELY(sample_owns(p))) {
+        free_sampled(p, family);
         return;
     }
     resolve();
@@ -391,6 +425,9 @@ EXPORT void *calloc(size_t count, size_t size)
     }
     int saved = errno;
     uint32_t stack = STACK(1);
+    void *p;
+    if (UNLIKELY(sample_due()) && (p = sample_alloc(n, HEAP_FAMILY_MALLOC, 1, stack)))
+        return done(p, saved);
     return done(full_block(n, HEAP_ZEROED, 0, stack), saved);
 }
 
@@ -480,6 +517,21 @@ EXPORT void *realloc(void *p, size_t n)
         void *q = malloc(n);
         if (q)
             memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+        return q;
+    }
+    if (UNLIKELY(sample_owns(p))) {
+        /* A sampled block moves to a new one (which may be sampled again). */
+        size_t old;
+        if (!sample_size(p, &old)) {
+            free(p); /* freed already or not a block: reported as free reports it */
+            errno = ENOMEM;
+            return NULL;
+        }
+        void *q = malloc(n);
+        if (q) {
+            memcpy(q, p, old < n ? old : n);
+            free(p);
+        }
         return q;
     }
     switch (path()) {
@@ -720,6 +772,10 @@ EXPORT size_t malloc_usable_size(void *p)
         return boot_size(p);
     if (symheap_owns(p))
         return symheap_size(p);
+    if (sample_owns(p)) {
+        size_t n;
+        return sample_size(p, &n) ? n : 0;
+    }
     resolve();
     enum shim_state st = shim_state();
     if (st == SHIM_UNINIT) {

@@ -438,6 +438,21 @@ tlsan_status trace_read_buffer(const void *data, size_t n_bytes, const char *lab
                          (unsigned)le(p + TRACE_HEADER_AT_VERSION, 2), (unsigned)TRACE_VERSION);
         goto fail;
     }
+    /* Every field is little-endian or a varint whatever machine recorded it, and addresses
+     * are varints, so either byte order and 4- or 8-byte pointers read the same way; other
+     * values are not a trace this reader understands (a damaged header, or a later format). */
+    unsigned pointer_bytes = p[TRACE_HEADER_AT_POINTER_SIZE];
+    if (pointer_bytes != 4 && pointer_bytes != 8) {
+        st = error_failf(err, "offset 10", "pointer size %u is not 4 or 8", pointer_bytes);
+        goto fail;
+    }
+    unsigned byte_order = p[TRACE_HEADER_AT_BYTE_ORDER];
+    if (byte_order != TRACE_LITTLE_ENDIAN && byte_order != TRACE_BIG_ENDIAN) {
+        st = error_failf(err, "offset 11",
+                         "byte order %u is not %u (little-endian) or %u (big-endian)", byte_order,
+                         (unsigned)TRACE_LITTLE_ENDIAN, (unsigned)TRACE_BIG_ENDIAN);
+        goto fail;
+    }
     uint64_t header_bytes = le(p + TRACE_HEADER_AT_HEADER_BYTES, 4);
     if (header_bytes < TRACE_HEADER_BYTES || header_bytes > n_bytes) {
         st = error_fail(err, "header size out of range", "offset 12");

@@ -93,6 +93,23 @@ static void test_decodes_a_run(void **state)
     tg_free(&g);
 }
 
+/* A trace of a 32-bit or a big-endian process reads the same: its fields are little-endian
+ * or varints whatever recorded them. */
+static void test_header_of_other_machines(void **state)
+{
+    (void)state;
+    tracegen g = {0};
+    build_run(&g);
+    g.buf[TRACE_HEADER_AT_POINTER_SIZE] = 4;
+    g.buf[TRACE_HEADER_AT_BYTE_ORDER] = TRACE_BIG_ENDIAN;
+    trace_data *t = decode(&g, TLSAN_OK, NULL);
+    assert_int_equal(trace_pid(t), 4242);
+    assert_int_equal(trace_n_events(t), 7);
+    assert_int_equal(trace_event_at(t, 1)->b, 128);
+    trace_data_free(t);
+    tg_free(&g);
+}
+
 static void test_crash_prefix(void **state)
 {
     (void)state;
@@ -144,6 +161,17 @@ static void test_refuses_broken(void **state)
     g.buf[8] = 2;
     assert_null(
         decode(&g, TLSAN_ERR_INVALID, "trace version 2 is not supported (this tlsan reads 1)"));
+    tg_free(&g);
+
+    tg_header(&g, 1);
+    g.buf[TRACE_HEADER_AT_POINTER_SIZE] = 16;
+    assert_null(decode(&g, TLSAN_ERR_INVALID, "pointer size 16 is not 4 or 8"));
+    tg_free(&g);
+
+    tg_header(&g, 1);
+    g.buf[TRACE_HEADER_AT_BYTE_ORDER] = 0;
+    assert_null(
+        decode(&g, TLSAN_ERR_INVALID, "byte order 0 is not 1 (little-endian) or 2 (big-endian)"));
     tg_free(&g);
 
     tg_header(&g, 1);
@@ -208,9 +236,9 @@ static void test_file_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decodes_a_run),       cmocka_unit_test(test_crash_prefix),
-        cmocka_unit_test(test_unknown_tag_skipped), cmocka_unit_test(test_refuses_broken),
-        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_decodes_a_run),  cmocka_unit_test(test_header_of_other_machines),
+        cmocka_unit_test(test_crash_prefix),   cmocka_unit_test(test_unknown_tag_skipped),
+        cmocka_unit_test(test_refuses_broken), cmocka_unit_test(test_file_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

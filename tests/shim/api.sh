@@ -8,16 +8,13 @@
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup api.sh "$@"
-prog=$progs/prog_api
-[ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
+shim_prog prog_api
 
-# run OPTIONS MODE: runs prog_api MODE under the shim; sets rc, out, err.
+# run OPTIONS MODE: runs prog_api MODE under the shim (run_prog), with no trace left from the
+# last run; sets rc, out, err.
 run() {
     rm -f "$tmp"/*.trace
-    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "$2" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
+    run_prog "$@"
 }
 
 # ---- clean runs: silent, exit 0 ----
@@ -30,7 +27,6 @@ for opts in "" checksum=all checksum=off fill=0 "fill=0:checksum=all" stack_dept
 done
 
 # ---- each planted bug: one report, exact summary, stacks, exit status ----
-pid_line='^==[0-9]+==ERROR: tlsan: '
 for opts in "" checksum=all checksum=off; do
     what="clobber ($opts)"
     run "exitcode=23:$opts" clobber

@@ -8,16 +8,8 @@
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup heap.sh "$@"
-prog=$progs/prog_heap
+shim_prog prog_heap
 
-
-# run OPTIONS MODE [ARG]: runs prog_heap MODE under the shim; sets rc, out, err.
-run() {
-    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "${@:2}" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
 expect_not_in() {
     case "$1" in
         *"$2"*) bad "$3: '$2' unexpectedly in: $1" ;;
@@ -47,7 +39,7 @@ expect_frame0() {
 }
 
 # Write after free, found at exit.
-run "$base" waf
+run_prog "$base" waf
 expect_rc 1 "waf"
 expect_in "$out" "waf done" "waf: the program ran to its end"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-write-after-free on address $hex at offset 8 of a 64-byte block at $hex\$" "waf headline"
@@ -70,12 +62,12 @@ read -r a b <<<"$addr"
 if [ -n "${a:-}" ] && [ $((a - b)) = 8 ]; then ok; else bad "waf: address $a is not block $b + 8"; fi
 
 # The exit status is the exitcode option.
-run "$base:exitcode=42" waf
+run_prog "$base:exitcode=42" waf
 expect_rc 42 "waf exitcode=42"
 
 # Write after free, found when the block leaves a 1 MiB quarantine (inside a hook, where
 # frames are symbolized too).
-run "$base:quarantine_mb=1" waf-evict
+run_prog "$base:quarantine_mb=1" waf-evict
 expect_rc 1 "waf-evict"
 expect_in "$err" "(found when it left the quarantine)" "waf-evict: when"
 expect_in "$err" "    found:    41 41 41 41 fe 7f" "waf-evict: found bytes"
@@ -84,12 +76,12 @@ expect_frame0 "$err" "freed here" "$waf_free" "waf-evict: freed at prog_heap.c:$
 expect_count "$err" "^SUMMARY: tlsan: heap-write-after-free at offset 8 of a 64-byte block\$" 1 "waf-evict summary"
 
 # Without fills nothing is checked after free.
-run "$base:fill=0" waf
+run_prog "$base:fill=0" waf
 expect_rc 0 "waf fill=0"
 expect_not_in "$err" "ERROR" "waf fill=0 silent"
 
 # Overflow into the redzone: 3 bytes past the end of a 40-byte block.
-run "$base" overflow
+run_prog "$base" overflow
 expect_rc 1 "overflow"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-buffer-overflow on address $hex, 3 bytes past the end of a 40-byte block at $hex\$" "overflow headline"
 expect_in "$err" "  the 16-byte redzone after the block changed (found when it was freed)" "overflow: redzone line"
@@ -100,21 +92,21 @@ expect_in "$err" "    found:    55 fe 7f fe 7f fe 7f fe 7f fe 7f fe 7f" "overflo
 expect_in "$err" "SUMMARY: tlsan: heap-buffer-overflow 3 bytes past the end of a 40-byte block" "overflow summary"
 expect_count "$err" "^SUMMARY:" 1 "overflow: one finding"
 # A larger redzone: the whole redzone is shown up to 16 bytes.
-run "$base:redzone=64" overflow
+run_prog "$base:redzone=64" overflow
 expect_in "$err" "  the 64-byte redzone after the block changed" "overflow redzone=64"
 expect_in "$err" "  bytes at 3 past the end (16 shown):" "overflow redzone=64: 16 shown"
 # With the quarantine off the redzone is still checked.
-run "$base:quarantine_mb=0" overflow
+run_prog "$base:quarantine_mb=0" overflow
 expect_rc 1 "overflow quarantine_mb=0"
 expect_in "$err" "SUMMARY: tlsan: heap-buffer-overflow 3 bytes past the end of a 40-byte block" "overflow quarantine_mb=0"
 
 # Double free: reported, then the program aborts as glibc's free does (SIGABRT: 134).
-run "$base" double
+run_prog "$base" double
 expect_rc 134 "double: aborts as natively"
 expect_not_in "$out" "double done" "double: stopped at the second free"
 expect_count "$err" "^SUMMARY: tlsan: double-free of a 32-byte block\$" 1 "double: reported before the abort"
 # With halt_on_error=0: reported once, the second free ignored, the program ends.
-run "$base:halt_on_error=0" double
+run_prog "$base:halt_on_error=0" double
 expect_rc 1 "double halt_on_error=0"
 expect_in "$out" "double done" "double: the program ran to its end"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: double-free on address $hex \(a 32-byte block\)\$" "double headline"
@@ -128,17 +120,17 @@ expect_frame0 "$err" "first freed here" "$(line_after '"double") == 0' 'free(p)'
 expect_frame0 "$err" "freed again here" "$(line_after '"double") == 0' 'free(sink)')" "double: freed again"
 
 # halt_on_error: exit with exitcode right at the finding ("double done" never printed).
-run "$base:halt_on_error=1:exitcode=7" double
+run_prog "$base:halt_on_error=1:exitcode=7" double
 expect_rc 7 "double halt_on_error"
 expect_not_in "$out" "double done" "double halt_on_error: stopped at once"
 expect_count "$err" "^SUMMARY: tlsan: double-free" 1 "double halt_on_error: reported"
 
 # Invalid free: an interior pointer and a stack address, both ignored with halt_on_error=0;
 # by default the first aborts, as glibc's "free(): invalid pointer".
-run "$base" invalid
+run_prog "$base" invalid
 expect_rc 134 "invalid: aborts as natively"
 expect_count "$err" "^SUMMARY: tlsan: invalid-free on address $hex\$" 1 "invalid: one report, then the abort"
-run "$base:halt_on_error=0" invalid
+run_prog "$base:halt_on_error=0" invalid
 expect_rc 1 "invalid halt_on_error=0"
 expect_in "$out" "invalid done" "invalid: the program ran to its end"
 expect_count "$err" "^==[0-9]+==ERROR: tlsan: invalid-free on address $hex, which malloc did not return\$" 2 "invalid headlines"
@@ -147,26 +139,26 @@ expect_count "$err" "^SUMMARY: tlsan: invalid-free on address $hex\$" 2 "invalid
 expect_count "$err" "^SUMMARY:" 2 "invalid: exactly two findings"
 
 # A float read from a freed block is the sentinel: NaN (f32 and f64).
-run "$base" nan
+run_prog "$base" nan
 expect_rc 0 "nan"
 if [ "$out" = "nan nan"$'\n'"nan" ] || [ "$out" = "-nan -nan"$'\n'"-nan" ]; then ok; else bad "nan: got '$out'"; fi
 expect_not_in "$err" "ERROR" "nan: reading is no finding"
-run "$base:fill=0" nan
+run_prog "$base:fill=0" nan
 expect_not_in "$out" "nan" "nan fill=0: the old values"
 
 # The clean program: silent, its own status, same output as without the shim.
-run "$base" clean
+run_prog "$base" clean
 expect_rc 3 "clean"
 if [ -z "$err" ]; then ok; else bad "clean: stderr not empty: $err"; fi
 native=$("$prog" clean)
 if [ "$out" = "$native" ]; then ok; else bad "clean: output '$out', natively '$native'"; fi
-run "$base:verbosity=1" clean
+run_prog "$base:verbosity=1" clean
 expect_rc 3 "clean verbosity=1"
 expect_match "$err" "^==[0-9]+==tlsan: active \(quarantine_mb=8 fill=1 redzone=16 stack_depth=16 .* halt_on_error=native " "verbosity=1 start line"
 expect_match "$err" "^==[0-9]+==tlsan: exit: 0 findings; [0-9]+ allocations" "verbosity=1 exit line"
 
 # log_path: the report goes to PATH.PID, stderr stays empty.
-run "$base:halt_on_error=0:log_path=$tmp/log" double
+run_prog "$base:halt_on_error=0:log_path=$tmp/log" double
 expect_rc 1 "log_path"
 if [ -z "$err" ]; then ok; else bad "log_path: stderr not empty: $err"; fi
 logs=("$tmp"/log.*)
@@ -175,11 +167,11 @@ if [ ${#logs[@]} = 1 ] && grep -q "^SUMMARY: tlsan: double-free of a 32-byte blo
 else bad "log_path: no report in $tmp/log.PID"; fi
 
 # Options: an unknown key and a bad value are one line each; the rest still applies.
-run "trace=0:halt_on_error=0:foo=1,exitcode=x exitcode=5" double
+run_prog "trace=0:halt_on_error=0:foo=1,exitcode=x exitcode=5" double
 expect_rc 5 "options: good pairs apply"
 expect_in "$err" "tlsan: TLSAN_OPTIONS: unknown option 'foo' (ignored)" "options: unknown"
 expect_in "$err" "tlsan: TLSAN_OPTIONS: bad value 'x' for 'exitcode' (want an integer; ignored)" "options: bad value"
-run "trace=0:help=1" clean
+run_prog "trace=0:help=1" clean
 expect_rc 3 "help=1 continues"
 expect_in "$err" "  quarantine_mb=8" "help lists quarantine_mb"
 expect_in "$err" "  checksum=shared" "help lists checksum"
@@ -194,17 +186,17 @@ native() {
 # Under the shim the left redzone catches it, and the program still aborts (134).
 native underflow
 if [ "$nrc" = 134 ]; then ok; else bad "underflow natively: exit status $nrc, want 134"; fi
-run "$base" underflow
+run_prog "$base" underflow
 expect_rc 134 "underflow: aborts as natively"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-buffer-overflow on address $hex, 1 byte before the start of a 64-byte block at $hex \(underflow\)\$" "underflow headline"
 expect_in "$err" "  the 16-byte redzone before the block changed (found when it was freed)" "underflow: redzone line"
 expect_in "$err" "    found:    41"$'\n' "underflow: the byte written"
 expect_count "$err" "^SUMMARY: tlsan: heap-buffer-overflow 1 byte before the start of a 64-byte block\$" 1 "underflow summary"
 expect_not_in "$out" "underflow done" "underflow: stopped at the free"
-run "$base:halt_on_error=0" underflow
+run_prog "$base:halt_on_error=0" underflow
 expect_rc 1 "underflow halt_on_error=0: goes on, a finding"
 expect_in "$out" "underflow done" "underflow halt_on_error=0: ran to its end"
-run "$base:halt_on_error=1:exitcode=7" underflow
+run_prog "$base:halt_on_error=1:exitcode=7" underflow
 expect_rc 7 "underflow halt_on_error=1"
 
 # A write into a freed 1 MiB block: natively unmapped by glibc (SIGSEGV, 139). Under the
@@ -213,13 +205,13 @@ expect_rc 7 "underflow halt_on_error=1"
 for mode in uaf-large uaf-read; do
     native "$mode"
     if [ "$nrc" = 139 ]; then ok; else bad "$mode natively: exit status $nrc, want 139"; fi
-    run "$base" "$mode"
+    run_prog "$base" "$mode"
     expect_rc 139 "$mode: SIGSEGV as natively"
     expect_not_in "$out" "$mode done" "$mode: stopped at the access"
 done
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-use-after-free on address $hex at offset 200000 of a 1048576-byte block at $hex\$" "uaf-read headline"
 expect_in "$err" "  a read of a freed block: its pages are inaccessible while it is in quarantine" "uaf-read: a read"
-run "$base" uaf-large
+run_prog "$base" uaf-large
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: heap-use-after-free on address $hex at offset 100 of a 1048576-byte block at $hex\$" "uaf-large headline"
 expect_in "$err" "  a write of a freed block: its pages are inaccessible while it is in quarantine" "uaf-large: a write"
 # Frame #0 of each stack (the write, the free, the allocation) is in prog_heap's main, at
@@ -229,17 +221,17 @@ expect_frame0 "$err" "written here" "$(line_after "$uaf" 'v[100] = 0x41')" "uaf-
 expect_frame0 "$err" "freed here" "$(line_after "$uaf" 'free(p)')" "uaf-large: freed here"
 expect_frame0 "$err" "allocated here" "$(line_after "$uaf" 'malloc(n)')" "uaf-large: allocated here"
 expect_count "$err" "^SUMMARY: tlsan: heap-use-after-free at offset 100 of a 1048576-byte block\$" 1 "uaf-large summary"
-run "$base:halt_on_error=0" uaf-large
+run_prog "$base:halt_on_error=0" uaf-large
 expect_rc 1 "uaf-large halt_on_error=0: goes on, a finding"
 expect_in "$out" "uaf-large done" "uaf-large halt_on_error=0: ran to its end"
 expect_count "$err" "^SUMMARY:" 1 "uaf-large halt_on_error=0: one finding"
-run "$base:halt_on_error=0" uaf-read
+run_prog "$base:halt_on_error=0" uaf-read
 expect_in "$out" "read 254"$'\n'"uaf-read done" "uaf-read halt_on_error=0: the sentinel read"
 
 # The program's own SIGSEGV handler, installed before the shim's: faults that are not on a
 # guarded block reach it, twice (siglongjmp out of it).
 native segv-chain
-run "$base" segv-chain
+run_prog "$base" segv-chain
 expect_rc 0 "segv-chain"
 if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; then ok; else
     bad "segv-chain: '$out', natively '$(cat "$tmp/nout")'"; fi
@@ -248,7 +240,7 @@ if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; 
 # default action and the program dies; the shim's handler, chained to it, must reset the
 # disposition as the kernel would, not call it again for ever.
 native segv-resethand
-run "$base" segv-resethand
+run_prog "$base" segv-resethand
 expect_rc 139 "segv-resethand: SIGSEGV as natively"
 if [ "$out" = "crash handler" ] && [ "$out" = "$(cat "$tmp/nout")" ] && [ "$nrc" = 139 ]; then ok
 else bad "segv-resethand: '$out', natively '$(cat "$tmp/nout")' (status $nrc)"; fi
@@ -256,18 +248,18 @@ else bad "segv-resethand: '$out', natively '$(cat "$tmp/nout")' (status $nrc)"; 
 # Under ulimit -v the address space guarded blocks hold must not make the program's own
 # mmap fail where natively glibc had unmapped them; a use after free still faults.
 (ulimit -v 800000 && native as-limit && printf '%s' "$nrc" >"$tmp/nrc")
-(ulimit -v 800000 && run "$base" as-limit && printf '%s\n%s' "$rc" "$out" >"$tmp/res")
+(ulimit -v 800000 && run_prog "$base" as-limit && printf '%s\n%s' "$rc" "$out" >"$tmp/res")
 if [ "$(cat "$tmp/nrc") $(cat "$tmp/nout")" = "0 mmap ok" ] &&
     [ "$(cat "$tmp/res")" = "0"$'\n'"mmap ok" ]; then ok
 else bad "as-limit under ulimit -v: '$(cat "$tmp/res")', natively '$(cat "$tmp/nout")'"; fi
-(ulimit -v 800000 && run "$base" uaf-large && printf '%s' "$rc" >"$tmp/res")
+(ulimit -v 800000 && run_prog "$base" uaf-large && printf '%s' "$rc" >"$tmp/res")
 if [ "$(cat "$tmp/res")" = 139 ] && grep -q "heap-use-after-free" "$tmp/err"; then ok
 else bad "uaf-large under ulimit -v: status $(cat "$tmp/res")"; fi
 
 # realloc growing a buffer to 16 MiB in 4 KiB steps: in place where the block has room,
 # otherwise moved with room to grow; the bytes are the native run's.
 native realloc-grow
-run "$base" realloc-grow
+run_prog "$base" realloc-grow
 expect_rc 0 "realloc-grow"
 expect_in "$out" "realloc-grow 16777216 ok 2139095040" "realloc-grow: every byte"
 if [ "$out" = "$(cat "$tmp/nout")" ] && [ -z "$err" ]; then ok; else bad "realloc-grow: '$out' / '$err', natively '$(cat "$tmp/nout")'"; fi
@@ -277,13 +269,13 @@ if [ "$out" = "$(cat "$tmp/nout")" ] && [ -z "$err" ]; then ok; else bad "reallo
 # budget and 4 MiB for the shim's own tables; quarantine_mb=64 holds more.
 for size in 65536 1048576; do
     native rss "$size"
-    run "$base" rss "$size"
+    run_prog "$base" rss "$size"
     extra=$((out - $(cat "$tmp/nout")))
     if [ "$rc" = 0 ] && [ "$extra" -lt $((12 * 1024)) ]; then ok; else
         bad "rss $size: peak RSS $out kB, natively $(cat "$tmp/nout") kB: $extra kB more (want < 12288)"; fi
 done
 native rss 65536
-run "$base:quarantine_mb=64" rss 65536
+run_prog "$base:quarantine_mb=64" rss 65536
 extra=$((out - $(cat "$tmp/nout")))
 if [ "$extra" -gt $((48 * 1024)) ]; then ok; else bad "rss quarantine_mb=64: only $extra kB more"; fi
 

@@ -23,11 +23,12 @@ command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
 line_of() {
     grep -nF -e "/* $1 */" -e "// $1" "$source_file" | cut -d: -f1
 }
-# run MODE: the mode under tlsan run with its own trace; sets rc, err, json (replay's JSON),
-# text (replay's text).
+# run MODE: the mode under tlsan run with its own trace (and the options in $opts, if any);
+# sets rc, err, json (replay's JSON), text (replay's text).
+opts=""
 run() {
     rm -f "$tmp/t.trace"
-    TLSAN_OPTIONS=quarantine_mb=1 "$bin" run --trace "$tmp/t.trace" -- "$prog" "$1" \
+    TLSAN_OPTIONS="quarantine_mb=1${opts:+:$opts}" "$bin" run --trace "$tmp/t.trace" -- "$prog" "$1" \
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
     out=$(cat "$tmp/out")
@@ -234,6 +235,47 @@ expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "ac
 expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "freed here" "calloc-use-after-free: freed"
 expect_stack calloc-use-after-free heap-use-after-free calloc_use_after_free "allocated here" "calloc-use-after-free: allocated"
 
+# Guarded sampling, forced for every block (sample_rate=1): the bad access faults at its own
+# instruction, and its stack names that line beside the allocation and the free; the program
+# goes on as natively. The bytes of the page around the block are checked at its free.
+opts=sample_rate=1
+run sampled-read-after-free
+expect_kind sampled-read-after-free heap-use-after-free 1
+expect_in "$err" "on address 0x" "sampled-read-after-free: headline"
+expect_in "$err" "at offset 8 of a 32-byte block" "sampled-read-after-free: where"
+expect_in "$err" "a read of a freed block, sampled into a page of its own" "sampled-read-after-free: a read"
+expect_eq "$(cat "$tmp/out")" "sampled-read-after-free done" "sampled-read-after-free: goes on"
+expect_stack sampled-read-after-free heap-use-after-free sampled_read_after_free "read here" "sampled-read-after-free: read"
+expect_stack sampled-read-after-free heap-use-after-free sampled_read_after_free "freed here" "sampled-read-after-free: freed"
+expect_stack sampled-read-after-free heap-use-after-free sampled_read_after_free "allocated here" "sampled-read-after-free: allocated"
+run sampled-write-after-free
+expect_kind sampled-write-after-free heap-use-after-free 1
+expect_in "$err" "at offset 99 of a 100-byte block" "sampled-write-after-free: where"
+expect_stack sampled-write-after-free heap-use-after-free sampled_write_after_free "written here" "sampled-write-after-free: written"
+expect_stack sampled-write-after-free heap-use-after-free sampled_write_after_free "freed here" "sampled-write-after-free: freed"
+expect_stack sampled-write-after-free heap-use-after-free sampled_write_after_free "allocated here" "sampled-write-after-free: allocated"
+run sampled-overflow
+expect_kind sampled-overflow heap-buffer-overflow 1
+expect_in "$err" "0 bytes past the end of a 48-byte block" "sampled-overflow: where"
+expect_in "$err" "a write of the guard page beside a sampled block" "sampled-overflow: the guard"
+expect_eq "$(cat "$tmp/out")" "sampled-overflow done" "sampled-overflow: goes on"
+expect_stack sampled-overflow heap-buffer-overflow sampled_overflow "written here" "sampled-overflow: written"
+expect_stack sampled-overflow heap-buffer-overflow sampled_overflow "allocated here" "sampled-overflow: allocated"
+run sampled-slack
+expect_kind sampled-slack heap-buffer-overflow 1
+expect_in "$err" "2 bytes past the end of a 24-byte block" "sampled-slack: where"
+expect_in "$err" "(found when it was freed)" "sampled-slack: at the free"
+expect_stack sampled-slack heap-buffer-overflow sampled_slack "allocated here" "sampled-slack: allocated"
+expect_stack sampled-slack heap-buffer-overflow sampled_slack "freed here" "sampled-slack: freed"
+# The checks of a free hold for sampled blocks too: a double free (then abort, as glibc).
+run double-free
+expect_kind "double-free (sampled)" double-free 1
+expect_in "$err" "the sampled block was freed before" "double-free (sampled): sampled"
+expect_stack "double-free (sampled)" double-free double_free "freed again here" "double-free: freed again"
+expect_stack "double-free (sampled)" double-free double_free "first freed here" "double-free: first freed"
+expect_stack "double-free (sampled)" double-free double_free "allocated here" "double-free: allocated"
+opts=""
+
 # C++: each mismatched pair of allocation and release functions is an alloc-dealloc-mismatch
 # naming both, with both stacks; the program goes on (natively such a pair often works).
 use_prog prog_heapbugs_cxx prog_heapbugs_cxx.cc
@@ -276,5 +318,13 @@ expect_count "$err" "ERROR: tlsan:" 0 "correct: no report"
 expect_eq "$(cat "$tmp/out")" "$(cat "$tmp/native")" "correct: output as native"
 expect_eq "$(cat "$tmp/out")" $'20000\nnew-handler called once\nbad_alloc\nnothrow null\ncorrect done' \
     "correct: the output"
+# Sampled C++ blocks keep their family.
+opts=sample_rate=1
+mismatch 'new[]-delete' _ZL16new_array_deletev 'operator new [] vs operator delete'
+run correct
+expect_rc 0 "correct (sampled): tlsan run"
+expect_count "$err" "ERROR: tlsan:" 0 "correct (sampled): no report"
+expect_eq "$(cat "$tmp/out")" "$(cat "$tmp/native")" "correct (sampled): output as native"
+opts=""
 echo "heapbugs.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -116,6 +116,42 @@ __attribute__((noinline)) static void calloc_use_after_free(void)
     sink = (void *)(uintptr_t)v[500000]; /* calloc-use-after-free: read */
 }
 
+/* Run with sample_rate=1 (every block of up to a page sampled): each bad access faults at
+ * its own instruction, and the report names its line. */
+__attribute__((noinline)) static void sampled_read_after_free(void)
+{
+    unsigned char *p = malloc(32); /* sampled-read-after-free: allocated */
+    free(p);                       /* sampled-read-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    sink = (void *)(uintptr_t)v[8]; /* sampled-read-after-free: read */
+}
+
+__attribute__((noinline)) static void sampled_write_after_free(void)
+{
+    unsigned char *p = malloc(100); /* sampled-write-after-free: allocated */
+    free(p);                        /* sampled-write-after-free: freed */
+    volatile unsigned char *v = launder(p);
+    v[99] = 0x41; /* sampled-write-after-free: written */
+}
+
+__attribute__((noinline)) static void sampled_overflow(void)
+{
+    unsigned char *p = malloc(48); /* sampled-overflow: allocated */
+    volatile unsigned char *v = launder(p);
+    v[48] = 0x41; /* sampled-overflow: written */
+    free(p);
+}
+
+/* 24 bytes: the 8 bytes of rounding to 16 after the block are on its page, checked at the
+ * free. */
+__attribute__((noinline)) static void sampled_slack(void)
+{
+    unsigned char *p = malloc(24); /* sampled-slack: allocated */
+    volatile unsigned char *v = launder(p);
+    v[26] = 0x41;
+    free(p); /* sampled-slack: freed */
+}
+
 /* Each aligned allocator's block overflowed by one byte: its allocation stack starts at the
  * call here, not inside libc or the shim. */
 __attribute__((noinline)) static void aligned(void)
@@ -181,7 +217,11 @@ int main(int argc, char **argv)
                  {"live-underflow", live_underflow},
                  {"live-periodic", live_periodic},
                  {"mid-write-after-free", mid_write_after_free},
-                 {"calloc-use-after-free", calloc_use_after_free}};
+                 {"calloc-use-after-free", calloc_use_after_free},
+                 {"sampled-read-after-free", sampled_read_after_free},
+                 {"sampled-write-after-free", sampled_write_after_free},
+                 {"sampled-overflow", sampled_overflow},
+                 {"sampled-slack", sampled_slack}};
     for (size_t i = 0; argc > 1 && i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
             modes[i].run();

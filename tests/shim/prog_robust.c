@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -673,6 +674,56 @@ static void mode_libc_names(void)
         printf("libc-names ok\n");
 }
 
+/* A large block made read-only with mprotect, then freed: natively glibc unmaps it without
+ * writing to it (the mmap threshold is fixed, so that each such block is mapped), so the
+ * program goes on; the shim must too (it fills freed blocks). Then the same with every page
+ * of the block but its first. The size is not a multiple of a page: the last page is shared
+ * with the redzone. */
+static void mode_readonly_free(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (1 << 20) + 1000;
+    CHECK(mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1, "mallopt");
+    for (int round = 0; round < 2; round++) {
+        unsigned char *p = malloc(n);
+        CHECK(p != NULL, "malloc of 1 MiB");
+        if (!p)
+            return;
+        memset(p, 'r', n);
+        uintptr_t lo = ((uintptr_t)p + (round ? page : 0)) & ~(uintptr_t)(page - 1);
+        uintptr_t hi = ((uintptr_t)p + n + page - 1) & ~(uintptr_t)(page - 1);
+        CHECK(mprotect((void *)lo, hi - lo, PROT_READ) == 0, "mprotect read-only");
+        CHECK(p[n - 1] == 'r', "the block reads back");
+        free(p);
+    }
+    unsigned char *q = malloc(n);
+    CHECK(q != NULL, "malloc after the frees");
+    if (q)
+        memset(q, 'q', n);
+    free(q);
+    if (!failures)
+        printf("readonly-free ok\n");
+}
+
+/* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
+ * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
+ * "double-free": a double free afterwards is still reported). */
+static void mode_oom_probe(const char *arg)
+{
+    errno = 0;
+    void *big = malloc((size_t)1 << 30);
+    CHECK(big == NULL && errno == ENOMEM, "1 GiB fails with ENOMEM under the limit");
+    free(big);
+    char *p = malloc(24);
+    CHECK(p != NULL, "a small block after the failure");
+    if (p)
+        memset(p, 'p', 24);
+    free(p);
+    if (strcmp(arg, "double-free") == 0)
+        free(p);
+    if (!failures)
+        printf("oom-probe ok\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quick";
@@ -705,6 +756,10 @@ int main(int argc, char **argv)
         mode_forklog(arg);
     else if (strcmp(mode, "libc-names") == 0)
         mode_libc_names();
+    else if (strcmp(mode, "oom-probe") == 0)
+        mode_oom_probe(arg);
+    else if (strcmp(mode, "readonly-free") == 0)
+        mode_readonly_free();
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;

@@ -9,20 +9,10 @@
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup read_before_write.sh "$@"
-prog=$progs/prog_read_before_write
-[ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
-
-# run OPTIONS MODE: runs the program MODE under the shim; sets rc, out, err.
-run() {
-    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "$2" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-pid_line='^==[0-9]+==ERROR: tlsan: '
+shim_prog prog_read_before_write
 
 for opts in "" checksum=all checksum=off fill=0; do
-    run "exitcode=23:trace=0:$opts" clean
+    run_prog "exitcode=23:trace=0:$opts" clean
     expect_rc 0 "clean ($opts)"
     if [ -z "$err" ]; then ok; else bad "clean ($opts) is not silent: $err"; fi
     if [ "$out" = "prog_read_before_write: clean done" ]; then ok; else bad "clean ($opts) printed: $out"; fi
@@ -30,7 +20,7 @@ done
 
 for opts in "" checksum=all fill=0; do
     what="root ($opts)"
-    run "exitcode=23:trace=0:$opts" root
+    run_prog "exitcode=23:trace=0:$opts" root
     expect_rc 23 "$what"
     expect_count "$err" "$pid_line" 1 "$what"
     expect_count "$err" "${pid_line}read-before-write on tensor 'acc'$" 1 "$what"
@@ -41,7 +31,7 @@ for opts in "" checksum=all fill=0; do
     if [ "$out" = "prog_read_before_write: root done" ]; then ok; else bad "$what printed: $out"; fi
 done
 
-run "exitcode=23:trace=0" view
+run_prog "exitcode=23:trace=0" view
 expect_rc 23 view
 expect_count "$err" "$pid_line" 1 view
 expect_count "$err" "${pid_line}read-before-write on tensor 'buf_hi'$" 1 view
@@ -50,7 +40,7 @@ expect_top_frame "$err" "read by op 'use_hi' at" run_op view
 expect_top_frame "$err" "bound at" bind_root view
 expect_count "$err" "^SUMMARY: tlsan: read-before-write buf_hi \(not written since 'buf' was bound, read by op 'use_hi'\)$" 1 view
 
-run "exitcode=23:trace=0" rebind
+run_prog "exitcode=23:trace=0" rebind
 expect_rc 23 rebind
 expect_count "$err" "$pid_line" 1 rebind
 expect_count "$err" "${pid_line}read-before-write on tensor 'h'$" 1 rebind

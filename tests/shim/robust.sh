@@ -61,6 +61,18 @@ expect_rc 0 "libc-names"
 expect_eq "$out" "libc-names ok" "libc-names under the shim"
 expect_eq "$err" "" "libc-names: no report"
 
+# A large block made read-only, then freed: natively glibc unmaps it without a write; the
+# shim fills a freed block, and must neither crash nor report when a page refuses the fill
+# (guarded, then not guarded since quarantine_mb=1 gives it no address space to guard).
+native=$("$prog" readonly-free 2>&1)
+expect_eq "$native" "readonly-free ok" "readonly-free natively"
+for opts in "trace=0" "trace=0:quarantine_mb=1"; do
+    run "$opts" "$prog" readonly-free
+    expect_rc 0 "readonly-free ($opts)"
+    expect_eq "$out" "readonly-free ok" "readonly-free ($opts)"
+    expect_eq "$err" "" "readonly-free ($opts): no report"
+done
+
 # Little address space (ulimit -v): the shim's own mappings are small and grow as needed,
 # and when the real allocator fails the quarantine is emptied and the request retried, so a
 # program that fits natively still fits.
@@ -77,6 +89,24 @@ for kb in 60000 100000; do
         echo "note: realloc does not run natively with ulimit -v $kb; skipped"
     fi
 done
+
+# A request that fails natively (1 GiB under ulimit -v 400000) fails under the shim too,
+# with ENOMEM and no line, and the shim goes on checking: a double free after it is
+# reported. Before, the shim took the failure for its own and passed through from then on.
+native=$( (ulimit -v 400000 && "$prog" oom-probe) 2>&1)
+expect_eq "$native" "oom-probe ok" "oom-probe natively"
+(ulimit -v 400000 && TLSAN_OPTIONS=trace=0 LD_PRELOAD="$shim" "$prog" oom-probe) \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_rc 0 "oom-probe"
+expect_eq "$(cat "$tmp/out")" "oom-probe ok" "oom-probe under the shim"
+expect_eq "$(cat "$tmp/err")" "" "oom-probe: no line, no report"
+(ulimit -v 400000 && TLSAN_OPTIONS=trace=0:halt_on_error=0 LD_PRELOAD="$shim" "$prog" \
+    oom-probe double-free) >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_rc 1 "oom-probe double-free: exitcode"
+expect_eq "$(grep -c '^SUMMARY: tlsan: double-free of a 24-byte block$' "$tmp/err")" 1 \
+    "oom-probe: the double free after the failed request is reported"
 
 # The same with 100 MiB of 1 MiB blocks churned: when the side table cannot grow or the real
 # allocator fails, the quarantine is emptied first (its guarded large blocks hold far more

@@ -178,6 +178,88 @@ static void read_before_write_of_a_root_and_of_a_view(void **state)
         "op 'use_hi')\n");
 }
 
+static void use_after_release_while_in_flight(void **state)
+{
+    (void)state;
+    struct finding f;
+    struct use_after_release *v =
+        finding_use_after_release(&f, (struct finding_tensor){"kv", 0, 1024, 2048}, "a0", 0,
+                                  MOMENT_READ, (struct finding_call){"attn_2", 0});
+    v->in_flight = true;
+    v->stream = 1;
+    finding_report(&f);
+    has("ERROR: tlsan: use-after-release on tensor 'kv'\n"
+        "  op 'attn_2' (stream 1) reads 'kv' (arena 'a0', bytes [1024, 2048)) and was still in "
+        "flight when it was released\n"
+        "  no event or sync orders the op's end before the release\n"
+        "read by op 'attn_2' (in flight) at:\n    (no stack)\n"
+        "released at:\n    (no stack)\n"
+        "bound at:\n    (no stack)\n"
+        "SUMMARY: tlsan: use-after-release kv (released while op 'attn_2' on stream 1 reads it)\n");
+    v = finding_use_after_release(&f, (struct finding_tensor){"h", 0, 2048, 3072}, "a0", 0,
+                                  MOMENT_WRITE, (struct finding_call){"fill_1", 0});
+    v->in_flight = true;
+    v->stream = 2;
+    v->view = "h_lo";
+    finding_report(&f);
+    has("ERROR: tlsan: use-after-release on tensor 'h_lo'\n"
+        "  op 'fill_1' (stream 2) writes view 'h_lo' of 'h' ('h': arena 'a0', bytes [2048, "
+        "3072)) and was still in flight when 'h' was released\n"
+        "  no event or sync orders the op's end before the release\n"
+        "written by op 'fill_1' (in flight) at:\n");
+    has("SUMMARY: tlsan: use-after-release h_lo (released while op 'fill_1' on stream 2 writes "
+        "it)\n");
+}
+
+static void unordered_reuse_while_in_flight(void **state)
+{
+    (void)state;
+    struct finding f;
+    struct unordered_reuse *v = finding_unordered_reuse(
+        &f, (struct finding_tensor){"x", 0, 0, 512}, (struct finding_tensor){"y", 0, 256, 768},
+        "a0", MOMENT_READ, (struct finding_call){"mm_3", 0}, 1);
+    finding_report(&f);
+    has("ERROR: tlsan: unordered-reuse between 'x' and 'y' in arena 'a0'\n"
+        "  'y' (bytes [256, 768)) was bound over bytes of released 'x' while op 'mm_3' (stream "
+        "1), which reads 'x' (bytes [0, 512)), was still in flight\n"
+        "  no event or sync orders the op's end before the reuse\n"
+        "read by op 'mm_3' (in flight) at:\n    (no stack)\n"
+        "'y' (bytes [256, 768)) new tenant, bound at:\n    (no stack)\n"
+        "previous tenant released at:\n    (no stack)\n"
+        "'x' (bytes [0, 512)) previous tenant, bound at:\n    (no stack)\n"
+        "SUMMARY: tlsan: unordered-reuse 'x' and 'y' in arena 'a0' ('y' bound over 'x' while op "
+        "'mm_3' on stream 1 reads it)\n");
+}
+
+static void live_corruption_found_at_an_op_end(void **state)
+{
+    (void)state;
+    struct finding f;
+    struct live_corruption *v = finding_live_corruption(
+        &f, CORRUPTION_CHECKSUM, (struct finding_tensor){"d", 0, 1280, 1536}, "a0", MOMENT_OP_END,
+        (struct finding_call){"gelu_2", 0});
+    v->checksum_before = 0x1234;
+    v->checksum_after = 0xabcd;
+    v->last_writer = (struct finding_call){"fill_d", 0};
+    v->by_stream = 1;
+    v->in_flight[v->n_in_flight++] = (struct finding_op){{"copy_4", 0}, 2};
+    finding_report(&f);
+    has("ERROR: tlsan: live-corruption on tensor 'd' in arena 'a0' bytes [1280, 1536)\n"
+        "  its bytes changed with no write of its own: checksum 0000000000001234 after its last "
+        "write, 000000000000abcd at the end of op 'gelu_2'\n"
+        "  they changed while op 'gelu_2' (stream 1) ran, or before it began and after they were "
+        "last verified (every op's end verifies the live tensors)\n"
+        "  1 other op was in flight then, which may have written them too\n"
+        "  no other live tensor shares its bytes: a write outside any declared tensor, or by an "
+        "op that did not declare it\n"
+        "last written by op 'fill_d' at:\n    (no stack)\n"
+        "changed while op 'gelu_2' ran, begun at:\n    (no stack)\n"
+        "op 'copy_4' (stream 2, in flight) begun at:\n    (no stack)\n"
+        "'d' (bytes [1280, 1536)) bound at:\n    (no stack)\n"
+        "SUMMARY: tlsan: live-corruption d (last written by op 'fill_d', changed while 'gelu_2' "
+        "ran)\n");
+}
+
 int main(void)
 {
     char dir[64] = "/tmp/tlsan_test_finding.XXXXXX";
@@ -202,6 +284,9 @@ int main(void)
         cmocka_unit_test_setup(live_corruption_in_a_ggml_graph, reset),
         cmocka_unit_test_setup(stale_write_and_slot_overflow_show_the_bytes, reset),
         cmocka_unit_test_setup(read_before_write_of_a_root_and_of_a_view, reset),
+        cmocka_unit_test_setup(use_after_release_while_in_flight, reset),
+        cmocka_unit_test_setup(unordered_reuse_while_in_flight, reset),
+        cmocka_unit_test_setup(live_corruption_found_at_an_op_end, reset),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     close(log_fd);

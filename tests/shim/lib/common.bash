@@ -21,6 +21,23 @@ shim_test_setup() {
     : "$name"
 }
 
+# shim_prog NAME: the program the test runs under the shim, PROG_DIR/NAME, as $prog; fails the
+# test when it was not built.
+shim_prog() {
+    prog=$progs/$1
+    [ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
+}
+# run_prog OPTIONS ARG...: runs $prog ARG... under the shim with TLSAN_OPTIONS=OPTIONS; sets
+# rc, out, err.
+run_prog() {
+    TLSAN_OPTIONS="$1" LD_PRELOAD="$shim" "$prog" "${@:2}" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    out=$(cat "$tmp/out")
+    err=$(cat "$tmp/err")
+}
+# The start of a report's headline in the program's stderr: ==PID==ERROR: tlsan: KIND ...
+pid_line='^==[0-9]+==ERROR: tlsan: '
+
 # cli_shim_setup NAME "$@": the same for the CLI's script tests that run programs under the
 # shim (arguments TLSAN_BIN [SHARED_DIR] [SOURCE_DIR]): sets absolute bin, build (its folder)
 # and shim, skips (exit 77) when libtlsan.so was not built (the sanitizer build), makes $tmp
@@ -60,6 +77,16 @@ expect_top_frame() {
     case "$frame" in
         *"#0 "*" in $3+"*) ok ;;
         *) bad "$4: frame #0 under '$2' is '$frame', want $3" ;;
+    esac
+}
+# expect_frame_at TEXT TITLE N FUNC FILE:LINE WHAT: frame #N of the first stack under "TITLE:"
+# in TEXT is in FUNC at that line of that source file.
+expect_frame_at() {
+    local frame
+    frame=$(printf '%s\n' "$1" | grep -F -A$(($3 + 1)) -- "$2:" | sed -n "$(($3 + 2))p")
+    case "$frame" in
+        *"#$3 "*" in $4+"*" at "*"/$5 ("*) ok ;;
+        *) bad "$6: frame #$3 under '$2' is '$frame', want $4 at $5" ;;
     esac
 }
 # expect_eq GOT WANT WHAT

@@ -1,0 +1,409 @@
+/* sample.c - guarded sampling: the pool, its slots, and the faults on them (sample.h).
+ *
+ * The pool is one mapping of 2 * SLOTS + 1 pages, all inaccessible at first: guard, slot 0,
+ * guard, slot 1, ..., guard. A sampled block lies at the end of its slot's page, rounded to
+ * malloc's 16-byte alignment, so the first byte past it (or past the few bytes of that
+ * rounding) is in the next guard page; the rest of the page is filled with the sentinel and
+ * checked at the free, which catches an underflow and an overflow into the rounding. When
+ * the block is freed its page (and both guards, in case a fault opened one) goes back to
+ * inaccessible, and the slot joins a FIFO of freed slots: a new block takes a slot never
+ * used, else the one freed longest ago, so each freed block stays guarded for as long as
+ * the pool allows. Contents are kept (no MADV_DONTNEED): a program that goes on after a
+ * read after free reads what it would have read natively, its old bytes.
+ *
+ * Costs, per sampled block: two mprotect calls and the fill of one page. With the default
+ * rate that is a few nanoseconds per allocation on average (docs/performance.md). */
+#include "heap/sample.h"
+#include "depot.h"
+#include "heap/heap.h"
+#include "lock.h"
+#include "runtime_report.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define SLOTS 256u /* 2 MiB of address space with 4 KiB pages; at most 1 MiB resident */
+
+enum slot_state { SLOT_UNUSED, SLOT_LIVE, SLOT_FREED };
+
+struct slot {
+    uintptr_t addr; /* the block (the program's pointer) */
+    size_t size;
+    uint32_t alloc_stack, free_stack;
+    unsigned family; /* enum heap_family */
+    unsigned char state;
+};
+
+uintptr_t sample_g_lo;
+_Atomic uintptr_t sample_g_hi;
+__thread uint32_t sample_t_countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t t_random __attribute__((tls_model("initial-exec")));
+
+static shim_lock g_lock = SHIM_LOCK_INIT;
+static struct slot *g_slots; /* SLOTS, mapped with the pool */
+static uint32_t *g_freed;    /* FIFO ring of freed slot indices */
+static size_t g_freed_head, g_freed_count, g_unused_next;
+static size_t g_page;
+static int g_map_failed;
+
+/* ---- the decision ---- */
+
+/* xorshift64*, from the same seed on every thread: enough to keep a program's allocation
+ * pattern from lining up with the countdown, and a run samples the same allocations each
+ * time (a finding on a sampled block is reproducible, and tests are not flaky). */
+static uint32_t next_random(void)
+{
+    if (!t_random)
+        t_random = 0x9E3779B97F4A7C15ull;
+    t_random ^= t_random >> 12;
+    t_random ^= t_random << 25;
+    t_random ^= t_random >> 27;
+    return (uint32_t)((t_random * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+bool sample_next(void)
+{
+    uint64_t rate = shim_opts()->sample_rate;
+    /* 0 on a thread's first allocation: a countdown is drawn, nothing sampled yet. */
+    bool due = sample_t_countdown == 1;
+    if (rate == 0) {
+        sample_t_countdown = UINT32_MAX;
+        return false;
+    }
+    if (rate == 1) {
+        sample_t_countdown = 1;
+        return true;
+    }
+    if (rate > UINT32_MAX / 2)
+        rate = UINT32_MAX / 2;
+    /* Uniform in [1, 2 * rate - 1]: one allocation in `rate` on average. */
+    sample_t_countdown = 1 + next_random() % (uint32_t)(2 * rate - 1);
+    return due;
+}
+
+/* ---- the pool ---- */
+
+static void *map_none(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Maps the pool on the first sampled block (lock held); false when it cannot. */
+static bool pool_ready(void)
+{
+    if (g_slots)
+        return true;
+    if (g_map_failed)
+        return false;
+    /* Under a finite RLIMIT_AS (ulimit -v) address space is what the program runs short of,
+     * and the pool's 2 MiB must not be what makes a correct program fail: no sampling. */
+    struct rlimit limit;
+    int saved = errno;
+    bool limited = getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+    errno = saved;
+    long page = sysconf(_SC_PAGESIZE);
+    if (limited || page < 4096 || page > (1L << 16)) {
+        g_map_failed = 1;
+        return false;
+    }
+    g_page = (size_t)page;
+    size_t meta = SLOTS * sizeof *g_slots + SLOTS * sizeof *g_freed;
+    void *pool = map_none((2 * SLOTS + 1) * g_page);
+    void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (!pool || m == MAP_FAILED) {
+        if (pool)
+            munmap(pool, (2 * SLOTS + 1) * g_page);
+        if (m != MAP_FAILED)
+            munmap(m, meta);
+        g_map_failed = 1;
+        return false;
+    }
+    g_freed = (uint32_t *)((char *)m + SLOTS * sizeof *g_slots);
+    heap_segv_install();
+    g_slots = m; /* under the lock: pool_ready's answer */
+    sample_g_lo = (uintptr_t)pool;
+    atomic_store_explicit(&sample_g_hi, (uintptr_t)pool + (2 * SLOTS + 1) * g_page,
+                          memory_order_release);
+    return true;
+}
+
+static uintptr_t slot_page(size_t k)
+{
+    return sample_g_lo + (2 * k + 1) * g_page;
+}
+
+/* The slot whose page holds addr, or -1 (a guard page, or outside). */
+static long slot_of(uintptr_t addr)
+{
+    size_t index = (addr - sample_g_lo) / g_page;
+    return index & 1 ? (long)(index / 2) : -1;
+}
+
+void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
+{
+    shim_lock_take(&g_lock);
+    if (!pool_ready() || n > g_page) {
+        shim_lock_drop(&g_lock);
+        return NULL;
+    }
+    size_t k;
+    if (g_unused_next < SLOTS) {
+        k = g_unused_next++;
+    } else if (g_freed_count) {
+        k = g_freed[g_freed_head];
+        g_freed_head = (g_freed_head + 1) % SLOTS;
+        g_freed_count--;
+    } else {
+        shim_lock_drop(&g_lock); /* every slot live */
+        return NULL;
+    }
+    uintptr_t page = slot_page(k);
+    size_t rounded = (n + 15) & ~(size_t)15;
+    uintptr_t a = page + g_page - rounded;
+    g_slots[k] = (struct slot){a, n, alloc_stack, 0, family, SLOT_LIVE};
+    shim_lock_drop(&g_lock);
+    int saved = errno;
+    if (mprotect((void *)page, g_page, PROT_READ | PROT_WRITE) != 0) {
+        errno = saved;
+        shim_lock_take(&g_lock);
+        g_slots[k].state = SLOT_UNUSED; /* never handed out again: the kernel refused it */
+        shim_lock_drop(&g_lock);
+        return NULL;
+    }
+    sentinel_fill((void *)page, a - page);
+    sentinel_fill((void *)(a + n), rounded - n);
+    if (zeroed)
+        memset((void *)a, 0, n);
+    return (void *)a;
+}
+
+bool sample_size(const void *p, size_t *size)
+{
+    uintptr_t a = (uintptr_t)p;
+    long k = slot_of(a);
+    bool live = false;
+    if (k < 0 || k >= (long)SLOTS)
+        return false;
+    shim_lock_take(&g_lock);
+    if (g_slots && g_slots[k].state == SLOT_LIVE && g_slots[k].addr == a) {
+        *size = g_slots[k].size;
+        live = true;
+    }
+    shim_lock_drop(&g_lock);
+    return live;
+}
+
+/* ---- reports ---- */
+
+static const char *access_name(int is_write)
+{
+    return is_write < 0 ? "an access" : is_write ? "a write" : "a read";
+}
+
+static const char *access_role(int is_write)
+{
+    return is_write < 0 ? "accessed here" : is_write ? "written here" : "read here";
+}
+
+/* An access that faulted on slot s: its page (after the free), or a guard page beside it
+ * (`before`: the guard before the block's page; otherwise the one after). */
+static void report_fault(const struct slot *s, uintptr_t addr, int is_write, int guard,
+                         uint32_t here)
+{
+    struct report *r;
+    if (!guard) {
+        long off = (long)(addr - s->addr);
+        r = report_begin(TLSAN_KIND_HEAP_USE_AFTER_FREE, 0,
+                         "on address %p at offset %ld of a %zu-byte block at %p", (void *)addr, off,
+                         s->size, (void *)s->addr);
+        if (!r)
+            return;
+        report_line(r,
+                    "  %s of a freed block, sampled into a page of its own made inaccessible "
+                    "at its free",
+                    access_name(is_write));
+        report_fault_stack(r, access_role(is_write), here);
+        report_stack(r, "freed here", s->free_stack);
+        report_stack(r, "allocated here", s->alloc_stack);
+        report_end(r, "at offset %ld of a %zu-byte block", off, s->size);
+        return;
+    }
+    bool under = addr < s->addr;
+    size_t dist = under ? s->addr - addr : addr - (s->addr + s->size);
+    const char *where = under ? "before the start of" : "past the end of";
+    r = report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0,
+                     "on address %p, %zu bytes %s a %zu-byte block at %p%s", (void *)addr, dist,
+                     where, s->size, (void *)s->addr, under ? " (underflow)" : "");
+    if (!r)
+        return;
+    report_line(r, "  %s of the guard page beside a sampled block%s", access_name(is_write),
+                s->state == SLOT_FREED ? " (already freed)" : "");
+    report_fault_stack(r, access_role(is_write), here);
+    report_stack(r, "allocated here", s->alloc_stack);
+    if (s->state == SLOT_FREED)
+        report_stack(r, "freed here", s->free_stack);
+    report_end(r, "%zu bytes %s a %zu-byte block", dist, where, s->size);
+}
+
+/* The bytes of the slot's page around a block changed: found at its free. */
+static void report_edges(const struct slot *s, uintptr_t at, uint32_t free_stack)
+{
+    bool under = at < s->addr;
+    size_t dist = under ? s->addr - at : at - (s->addr + s->size);
+    const char *where = under ? "before the start of" : "past the end of";
+    struct report *r = report_begin(
+        TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0, "on address %p, %zu bytes %s a %zu-byte block at %p%s",
+        (void *)at, dist, where, s->size, (void *)s->addr, under ? " (underflow)" : "");
+    if (!r)
+        return;
+    report_line(r, "  the sampled block's page changed %s it (found when it was freed)",
+                under ? "before" : "after");
+    report_stack(r, "allocated here", s->alloc_stack);
+    report_stack(r, "freed here", free_stack);
+    report_end(r, "%zu bytes %s a %zu-byte block", dist, where, s->size);
+}
+
+static void report_bad_free(uintptr_t a, const struct slot *s, uint32_t free_stack)
+{
+    struct report *r;
+    if (s && s->addr == a) {
+        r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)", (void *)a,
+                         s->size);
+        if (!r)
+            return;
+        report_line(r, "  the sampled block was freed before; this free is ignored");
+        report_stack(r, "freed again here", free_stack);
+        report_stack(r, "first freed here", s->free_stack);
+        report_stack(r, "allocated here", s->alloc_stack);
+        report_end(r, "of a %zu-byte block", s->size);
+        return;
+    }
+    r = report_begin(TLSAN_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return",
+                     (void *)a);
+    if (!r)
+        return;
+    report_line(r, "  not the start of a sampled block (an interior pointer); this free is "
+                   "ignored");
+    report_stack(r, "freed here", free_stack);
+    report_end(r, "on address %p", (void *)a);
+}
+
+/* ---- free ---- */
+
+void sample_free(void *p, unsigned family, uint32_t free_stack, bool report)
+{
+    uintptr_t a = (uintptr_t)p;
+    long k = slot_of(a);
+    if (k >= (long)SLOTS)
+        k = -1;
+    shim_lock_take(&g_lock);
+    struct slot s = {0};
+    bool live = g_slots && k >= 0 && g_slots[k].state == SLOT_LIVE && g_slots[k].addr == a;
+    if (g_slots && k >= 0)
+        s = g_slots[k];
+    if (live) {
+        g_slots[k].state = SLOT_FREED;
+        g_slots[k].free_stack = free_stack;
+    }
+    shim_lock_drop(&g_lock);
+    if (!live) {
+        if (report) {
+            report_bad_free(a, k >= 0 && s.state == SLOT_FREED ? &s : NULL, free_stack);
+            if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE)
+                abort(); /* glibc: "free(): double free detected" or "invalid pointer" */
+        }
+        return;
+    }
+    uintptr_t page = slot_page((size_t)k);
+    if (report) {
+        if (family != s.family)
+            heap_report_mismatch(a, s.size, s.family, s.alloc_stack, family, free_stack);
+        size_t rounded = (s.size + 15) & ~(size_t)15;
+        size_t off = sentinel_find_change((void *)page, a - page);
+        if (off < a - page)
+            report_edges(&s, page + off, free_stack);
+        off = sentinel_find_change((void *)(a + s.size), rounded - s.size);
+        if (off < rounded - s.size)
+            report_edges(&s, a + s.size + off, free_stack);
+    }
+    /* The page and both guards (a fault may have opened one) inaccessible, then the slot
+     * may be taken again. */
+    int saved = errno;
+    bool closed = mprotect((void *)(page - g_page), 3 * g_page, PROT_NONE) == 0;
+    errno = saved;
+    shim_lock_take(&g_lock);
+    if (closed) {
+        g_freed[(g_freed_head + g_freed_count) % SLOTS] = (uint32_t)k;
+        g_freed_count++;
+    } /* else the slot is never used again */
+    shim_lock_drop(&g_lock);
+}
+
+/* ---- faults ---- */
+
+bool sample_fault(uintptr_t addr, int is_write)
+{
+    if (!sample_owns((void *)addr) || !g_slots)
+        return false;
+    long k = slot_of(addr);
+    size_t index = (addr - sample_g_lo) / g_page;
+    int guard = k < 0;
+    if (guard) {
+        /* A guard page: the overflow of the block before it (its end touches the guard),
+         * else the underflow of the one after it. */
+        long before = (long)(index / 2) - 1, after = (long)(index / 2);
+        k = before >= 0 && g_slots[before].state != SLOT_UNUSED ? before : after;
+    }
+    if (k < 0 || k >= (long)SLOTS)
+        return false;
+    struct slot s = g_slots[k]; /* read without the lock: a handler must not wait for it */
+    if (!guard && s.state == SLOT_LIVE)
+        return true; /* handed out, its page not yet accessible: the access is retried */
+    if (s.state == SLOT_UNUSED)
+        return false;
+    bool entered = shim_enter();
+    /* Frames dropped: this function, heap.c's on_segv, and the kernel's signal trampoline
+     * (libc's __restore_rt), so that frame 0 is the faulting instruction. */
+    uint32_t here = shim_opts()->stack_depth ? depot_capture(3) : 0;
+    report_fault(&s, addr, is_write, guard, here);
+    if (entered)
+        shim_leave();
+    if (shim_opts()->halt_on_error == SHIM_HALT_ALWAYS)
+        return true; /* report_end exited */
+    /* Natively the access lands in memory the allocator owns and the program goes on: the
+     * page is made accessible (a freed block keeps its old bytes) until the slot's next free
+     * or allocation protects it again. */
+    uintptr_t at = sample_g_lo + index * g_page;
+    int saved = errno;
+    if (mprotect((void *)at, g_page, PROT_READ | PROT_WRITE) != 0) {
+        errno = saved;
+        return false;
+    }
+    errno = saved;
+    return true;
+}
+
+/* ---- fork ---- */
+
+void sample_lock(void)
+{
+    shim_lock_take(&g_lock);
+}
+
+void sample_unlock(void)
+{
+    shim_lock_drop(&g_lock);
+}
+
+void sample_reinit_lock(void)
+{
+    shim_lock_reset(&g_lock);
+}
