@@ -1276,14 +1276,13 @@ static void report_host_access(const struct host_access *h)
     if (!r)
         return;
     const char *shown = h->root[0] ? h->root : h->tensor;
-    char what[96];
+    char what[GM_NAME_BYTES + 96];
+    int n = h->root[0] ? snprintf(what, sizeof what, "a view of '%s', ", h->root) : 0;
     if (h->node >= 0)
-        snprintf(what, sizeof what, "node %d (%s)", h->node, h->op ? h->op : "?");
+        snprintf(what + n, sizeof what - (size_t)n, "node %d (%s)", h->node, h->op ? h->op : "?");
     else
-        snprintf(what, sizeof what, "a leaf");
-    if (h->root[0])
-        report_line(r, "  '%s' is a view of '%s'", h->tensor, h->root);
-    report_line(r, "  %s %s bytes [%llu, %llu) of its buffer through '%s', %s of %s", h->call,
+        snprintf(what + n, sizeof what - (size_t)n, "a leaf");
+    report_line(r, "  %s %s bytes [%llu, %llu) of its buffer through '%s' (%s of %s)", h->call,
                 h->moment == MOMENT_WRITE ? "wrote" : "read", (ull)(h->lo - h->buffer_base),
                 (ull)(h->hi - h->buffer_base), h->tensor, what, h->graph);
     if (h->freed) {

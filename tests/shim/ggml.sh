@@ -24,7 +24,8 @@
 #     ggml_backend_tensor_get, or an input written with ggml_backend_tensor_set, after the same
 #     gallocr allocated the next graph over it is use-after-release naming both ggml tensors,
 #     both graphs and the host call's line (the output as native); after the gallocr grew
-#     (freed) its buffer, the read is reported and skipped; `tlsan replay` shows the finding.
+#     (freed) its buffer, the read is reported and skipped; a view the host made after the
+#     compute is found through its view_src; `tlsan replay` shows the finding.
 # Usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
 set -u -o pipefail
 bin=${1:?usage: ggml.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR}
@@ -279,7 +280,8 @@ host_src=$src/tests/shim/ggml_host_access.c
 # The lines of the host calls the reports must name, read from the source.
 get_line=$(grep -n 'ggml_backend_tensor_get(t, host' "$host_src" | cut -d: -f1)
 set_line=$(grep -n 'the stale write' "$host_src" | cut -d: -f1)
-read_line=$(grep -n 'the stale read' "$host_src" | cut -d: -f1)
+read_line=$(grep -n 'the stale read' "$host_src" | head -n 1 | cut -d: -f1)
+view_line=$(grep -n 'the stale read through a later view' "$host_src" | cut -d: -f1)
 host_run() { # MODE: native and shim runs; sets rc_native, rc_shim
     "$host" "$src/.deps/ggml/lib" "$1" >"$tmp/host-native.out" 2>/dev/null
     rc_native=$?
@@ -305,7 +307,7 @@ graph_b="ggml graph 'b_scaled' .. 'b_out (kept)' (3 nodes)"
 if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
     [ "$(grep -c "ERROR: tlsan:" "$tmp/host.err")" = 1 ] &&
     grep -qF "ERROR: tlsan: use-after-release on ggml tensor 'a_out (kept)' (ggml_backend_tensor_get)" "$tmp/host.err" &&
-    grep -qxF "  ggml_backend_tensor_get read bytes [256, 272) of its buffer through 'a_out (kept)', node 2 (VIEW) of $graph_a" "$tmp/host.err" &&
+    grep -qxF "  ggml_backend_tensor_get read bytes [256, 272) of its buffer through 'a_out (kept)' (node 2 (VIEW) of $graph_a)" "$tmp/host.err" &&
     grep -qxF "  its ggml_gallocr has allocated $graph_b since, which gave those bytes to:" "$tmp/host.err" &&
     grep -qxF "    'b_scaled' (node 0 (SCALE)), bytes [256, 512)" "$tmp/host.err" &&
     grep -qxF "    'b_out' (node 1 (ADD)), bytes [256, 512)" "$tmp/host.err" &&
@@ -329,13 +331,25 @@ fi
 host_run stale-set
 if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
     grep -qF "ERROR: tlsan: use-after-release on ggml tensor 'a_in' (ggml_backend_tensor_set)" "$tmp/host.err" &&
-    grep -qxF "  ggml_backend_tensor_set wrote bytes [0, 256) of its buffer through 'a_in', a leaf of $graph_a" "$tmp/host.err" &&
+    grep -qxF "  ggml_backend_tensor_set wrote bytes [0, 256) of its buffer through 'a_in' (a leaf of $graph_a)" "$tmp/host.err" &&
     grep -qxF "    'b_in' (a leaf), bytes [0, 256)" "$tmp/host.err" &&
     grep -qxF "SUMMARY: tlsan: use-after-release a_in (written by ggml_backend_tensor_set after its ggml_gallocr gave its bytes to 'b_in' in $graph_b)" "$tmp/host.err" &&
     frame_at "written by ggml_backend_tensor_set at" 0 | grep -q " in main+0x[0-9a-f]* at .*/ggml_host_access.c:$set_line "; then
     pass
 else
     fail "ggml_host_access stale-set: exit $rc_native natively, $rc_shim under tlsan (want 0, 1, line $set_line)"$'\n'"$(cat "$tmp/host.err")"
+fi
+
+# A view of a_out the host made after A's compute, in no graph: found through its view_src.
+host_run stale-view
+if [ "$rc_native" = 0 ] && [ "$rc_shim" = 1 ] && cmp -s "$tmp/host-native.out" "$tmp/host.out" &&
+    grep -qF "ERROR: tlsan: use-after-release on ggml tensor 'a_out (late view)' (ggml_backend_tensor_get)" "$tmp/host.err" &&
+    grep -qxF "  ggml_backend_tensor_get read bytes [256, 272) of its buffer through 'a_out (late view)' (a view of 'a_out', node 1 (ADD) of $graph_a)" "$tmp/host.err" &&
+    grep -qxF "SUMMARY: tlsan: use-after-release a_out (late view) (read by ggml_backend_tensor_get after its ggml_gallocr gave its bytes to 'b_scaled' in $graph_b)" "$tmp/host.err" &&
+    frame_at "read by ggml_backend_tensor_get at" 1 | grep -q " in main+0x[0-9a-f]* at .*/ggml_host_access.c:$view_line "; then
+    pass
+else
+    fail "ggml_host_access stale-view: exit $rc_native natively, $rc_shim under tlsan (want 0, 1, line $view_line)"$'\n'"$(cat "$tmp/host.err")"
 fi
 
 # The gallocr grew its buffer for graph B: the kept view's buffer is freed. The read is

@@ -13,6 +13,8 @@
  *   stale-get   the kept view of A read after B was allocated and computed: its bytes are B's
  *   stale-set   A's input written after B was allocated
  *   stale-grow  the kept view read after B, grown, made the gallocr reallocate its buffer
+ *   stale-view  a view of a_out the host made after A's compute ('a_out (late view)', in a
+ *               context of its own, in no graph) read after B was allocated and computed
  * Prints the values read, one per line, so a run under tlsan can be compared byte for byte.
  * Usage: ggml_host_access GGML_LIB_DIR MODE */
 #include <ggml-alloc.h>
@@ -85,7 +87,8 @@ static void print_first(const char *what, const struct ggml_tensor *t)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s GGML_LIB_DIR clean|stale-get|stale-set|stale-grow\n", argv[0]);
+        fprintf(stderr, "usage: %s GGML_LIB_DIR clean|stale-get|stale-set|stale-grow|stale-view\n",
+                argv[0]);
         return 2;
     }
     const char *mode = argv[2];
@@ -105,6 +108,15 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "clean") == 0)
         print_first("a", a.kept); /* right after A's compute */
+    /* A view made after the compute: ggml places it on a_out's bytes as it makes it. */
+    struct ggml_init_params params = {.mem_size = ggml_tensor_overhead() * 2, .no_alloc = true};
+    struct ggml_context *late_ctx = ggml_init(params);
+    struct ggml_tensor *late = late_ctx ? ggml_view_1d(late_ctx, a.out, KEPT, 0) : NULL;
+    if (!late) {
+        fprintf(stderr, "ggml_host_access: cannot make the late view\n");
+        return 1;
+    }
+    ggml_set_name(late, "a_out (late view)");
     if (graph_run(&b, galloc, backend, 100.0f) != 0) {
         fprintf(stderr, "ggml_host_access: cannot run graph B\n");
         return 1;
@@ -113,6 +125,8 @@ int main(int argc, char **argv)
         print_first("b", b.kept);
     } else if (strcmp(mode, "stale-get") == 0 || strcmp(mode, "stale-grow") == 0) {
         print_first("a after b", a.kept); /* the stale read */
+    } else if (strcmp(mode, "stale-view") == 0) {
+        print_first("late view after b", late); /* the stale read through a later view */
     } else if (strcmp(mode, "stale-set") == 0) {
         float zeros[WIDTH] = {0};
         ggml_backend_tensor_set(a.in, zeros, 0, sizeof zeros); /* the stale write */
@@ -122,6 +136,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ggml_gallocr_free(galloc);
+    ggml_free(late_ctx);
     ggml_free(a.ctx);
     ggml_free(b.ctx);
     ggml_backend_free(backend);
