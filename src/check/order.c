@@ -552,6 +552,17 @@ uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain)
     return d;
 }
 
+void order_done_all(const order_ctx *oc, uint32_t root, uint32_t *done)
+{
+    const access_index *ix = oc->ix;
+    memset(done, 0, oc->width * sizeof *done);
+    for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++) {
+        uint32_t y = ix->op[a], s = seq_of(oc, y);
+        if (s > done[oc->chain[y]])
+            done[oc->chain[y]] = s;
+    }
+}
+
 size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
                        uint32_t *ops, size_t max)
 {

@@ -92,6 +92,8 @@ bool order_clocks_total(const order_ctx *oc);
  * every access of root happens before op x iff for each chain order_done(root) <=
  * order_clock(x). */
 uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain);
+/* order_done() of `root` for every chain at once, into done[0 .. width-1]. */
+void order_done_all(const order_ctx *oc, uint32_t root, uint32_t *done);
 /* How many ops of chain `chain` happen before or at op x. */
 static inline uint32_t order_clock(const order_ctx *oc, uint32_t x, uint32_t chain)
 {
