@@ -460,13 +460,13 @@ static int collect_decls(checker *c)
 {
     const tlsan_plan *p = c->p;
     size_t n = 0;
-    for (uint32_t o = 0; o < p->n_ops; o++)
-        n += p->ops[o].n_inplace;
+    for (uint32_t x = 0; x < p->n_op_extras; x++)
+        n += p->op_extras[x].n_inplace;
     c->decls = malloc((n ? n : 1) * sizeof *c->decls);
     if (!c->decls)
         return -1;
-    for (uint32_t o = 0; o < p->n_ops; o++) {
-        const op_rec *r = &p->ops[o];
+    for (uint32_t o = 0; o < p->n_ops && n; o++) {
+        const op_extra *r = op_x(p, &p->ops[o]);
         for (uint32_t k = 0; k < r->n_inplace; k++) {
             uint32_t out = p->id_pool.v[r->inplace_start + 2 * k];
             uint32_t in = p->id_pool.v[r->inplace_start + 2 * k + 1];
@@ -549,7 +549,7 @@ static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, 
         /* Under the union of paths the exception must hold on every path: with the op
          * always running and the union lifetimes meeting at it, any path's overlap is
          * that one step. */
-        if (c->ps.all_run && p->ops[d->op].n_cond)
+        if (c->ps.all_run && op_x(p, &p->ops[d->op])->n_cond)
             continue;
         life lin = in->root == a ? la : lb;
         life lout = out->root == a ? la : lb;
@@ -579,7 +579,7 @@ static void inplace_why(const checker *c, const inplace_decl *d, uint32_t a, lif
     else if ((wide = wider_read(p, k, out, in)) != NO_INDEX)
         snprintf(buf, n, "op '%s' reads bytes of '%s' through '%s', which is not '%s'", kn, on,
                  tname(p, wide), inn);
-    else if (c->ps.all_run && k->n_cond)
+    else if (c->ps.all_run && op_x(p, k)->n_cond)
         snprintf(buf, n, "op '%s' is conditional and the paths were too many to tell", kn);
     else if (!op_runs(&c->ps, d->op))
         snprintf(buf, n, "op '%s' does not run on this path", kn);

@@ -58,14 +58,15 @@ static int build_breaks(order_ctx *oc)
         return -1;
     }
     for (size_t o = 0; o < n; o++)
-        for (uint32_t k = 0; k < p->ops[o].n_after; k++)
-            target[p->id_pool.v[p->ops[o].after_start + k]] = 1;
+        for (uint32_t k = 0; k < op_x(p, &p->ops[o])->n_after; k++)
+            target[p->id_pool.v[op_x(p, &p->ops[o])->after_start + k]] = 1;
     oc->breaks_prefix[0] = 0;
     for (size_t o = 0; o < n; o++) {
         const op_rec *r = &p->ops[o];
+        const op_extra *x = op_x(p, r);
         bool neutral = p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && r->sync == TLSAN_SYNC_NONE &&
-                       r->n_after == 0 && !target[o];
-        oc->breaks_prefix[o + 1] = oc->breaks_prefix[o] + (r->n_cond && !neutral ? 1 : 0);
+                       x->n_after == 0 && !target[o];
+        oc->breaks_prefix[o + 1] = oc->breaks_prefix[o] + (x->n_cond && !neutral ? 1 : 0);
     }
     free(target);
     if (oc->breaks_prefix[n] == 0) {
@@ -214,8 +215,9 @@ static void direct_preds(order_ctx *oc, uint32_t x, pred_fn fn, void *ctx)
                     fn(oc, x, ix->op[a], ctx);
         }
     }
-    for (uint32_t k = 0; k < o->n_after; k++)
-        fn(oc, x, p->id_pool.v[o->after_start + k], ctx);
+    const op_extra *ox = op_x(p, o);
+    for (uint32_t k = 0; k < ox->n_after; k++)
+        fn(oc, x, p->id_pool.v[ox->after_start + k], ctx);
     uint32_t s = prev_sync_of(oc, x);
     if (s != NO_INDEX)
         fn(oc, x, s, ctx);
@@ -306,7 +308,7 @@ typedef struct walk {
  * for every path at once (ps NULL), only when it has no branch condition. */
 static bool expands(const walk *w, uint32_t y)
 {
-    return w->ps ? op_runs(w->ps, y) : w->oc->plan->ops[y].n_cond == 0;
+    return w->ps ? op_runs(w->ps, y) : op_x(w->oc->plan, &w->oc->plan->ops[y])->n_cond == 0;
 }
 
 /* Records that y happens before an op already reached. On one path y must run; for every
@@ -473,8 +475,9 @@ static void walk_from(order_ctx *oc, const path_state *ps, uint32_t lo, uint32_t
             dataflow_preds(&w, x);
         else
             sequential_preds(&w, x);
-        for (uint32_t k = 0; k < o->n_after; k++)
-            reach(&w, p->id_pool.v[o->after_start + k]);
+        const op_extra *ox = op_x(p, o);
+        for (uint32_t k = 0; k < ox->n_after; k++)
+            reach(&w, p->id_pool.v[ox->after_start + k]);
         /* sync joins everything: the latest sync before x precedes it, and a sync is
          * preceded by every op since the sync before it. */
         uint32_t s = first_running(&w, oc->prev_sync, prev_sync_of(oc, x));
