@@ -6,7 +6,9 @@
 # and tests/shim/prog_heapbugs_cxx.cc when it is there; the modes are read from their `modes[]`
 # tables, so a mode added there is measured here) three ways:
 #   - tlsan: the plain test program (BUILD_DIR/tests/shim/prog_heapbugs*) under `tlsan run`,
-#     default options;
+#     default options, and again with every block sampled (sample_rate=1: each block gets a
+#     page of its own beside a guard page, so a bad access faults at its instruction; the
+#     defaults sample one allocation in 1000, this column shows what that one gets);
 #   - ASan: the same source built here with -fsanitize=address at the tests' -O1 -g,
 #     ASAN_OPTIONS=detect_leaks=0 (leaks are no class of this table);
 #   - Valgrind: the plain program under valgrind --tool=memcheck.
@@ -75,9 +77,9 @@ echo "## Heap bugs found, $(date -u +%Y-%m-%d): tlsan / AddressSanitizer / Valgr
 echo
 echo "tlsan $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?') (default options), $(cc --version | head -1) -fsanitize=address -O1, $(valgrind --version)"
 echo
-echo "| program | mode | tlsan | ASan | Valgrind |"
-echo "|---|---|---|---|---|"
-totals=(0 0 0 0 0 0)
+echo "| program | mode | tlsan | tlsan, sample_rate=1 | ASan | Valgrind |"
+echo "|---|---|---|---|---|---|"
+totals=(0 0 0 0 0 0 0 0)
 rows=0
 for p in "${programs[@]}"; do
     read -r name source compiler <<<"$p"
@@ -107,31 +109,39 @@ for p in "${programs[@]}"; do
         v_kind=$(grep -m1 -oE "^==[0-9]+== (Invalid [a-z]+|Mismatched [a-z/()]+|Conditional jump|Use of uninitialised)" "$tmp/vg" |
             sed -E 's/^==[0-9]+== //')
         v_line=$(first_line "$tmp/vg" "$name")
-        # tlsan
+        # tlsan, defaults (t_) and every block sampled (s_)
         timeout "$limit" "$tlsan" run -- "$plain" "$mode" >/dev/null 2>"$tmp/tlsan" </dev/null
         t_found=0
         grep -q "ERROR: tlsan:" "$tmp/tlsan" && t_found=1
         t_kind=$(grep -m1 -oE "ERROR: tlsan: [a-z-]+" "$tmp/tlsan" | awk '{print $3}')
+        timeout "$limit" "$tlsan" run --options sample_rate=1 -- "$plain" "$mode" >/dev/null \
+            2>"$tmp/sampled" </dev/null
+        s_found=0
+        grep -q "ERROR: tlsan:" "$tmp/sampled" && s_found=1
+        s_kind=$(grep -m1 -oE "ERROR: tlsan: [a-z-]+" "$tmp/sampled" | awk '{print $3}')
         # The reference line of the bad access.
         ref=$a_line
         [[ $a_found == 1 ]] || ref=$v_line
         [[ $v_found == 1 || $a_found == 1 ]] || ref=""
-        t_named=0 a_named=0 v_named=0
+        t_named=0 s_named=0 a_named=0 v_named=0
         names_line "$tmp/tlsan" "$name" "$ref" && t_named=1
+        names_line "$tmp/sampled" "$name" "$ref" && s_named=1
         [[ -n $ref && $a_line == "$ref" ]] && a_named=1
         [[ -n $ref && $v_line == "$ref" ]] && v_named=1
         v_cell=$(cell $v_found $v_named "$v_kind")
         # Valgrind stops a program that calls a function it does not emulate (pvalloc).
         v_abort=$(grep -m1 -oE "Program aborting because of call to [A-Za-z_]+" "$tmp/vg" | awk '{print $NF}')
         [[ $v_found == 0 && -n $v_abort ]] && v_cell="not run (Valgrind aborts at \`$v_abort\`)"
-        echo "| $name | \`$mode\` | $(cell $t_found $t_named "$t_kind") | $(cell $a_found $a_named "$a_kind") | $v_cell |"
+        echo "| $name | \`$mode\` | $(cell $t_found $t_named "$t_kind") | $(cell $s_found $s_named "$s_kind") | $(cell $a_found $a_named "$a_kind") | $v_cell |"
         rows=$((rows + 1))
         totals[0]=$((totals[0] + t_found))
         totals[1]=$((totals[1] + t_found * t_named))
-        totals[2]=$((totals[2] + a_found))
-        totals[3]=$((totals[3] + a_found * a_named))
-        totals[4]=$((totals[4] + v_found))
-        totals[5]=$((totals[5] + v_found * v_named))
+        totals[2]=$((totals[2] + s_found))
+        totals[3]=$((totals[3] + s_found * s_named))
+        totals[4]=$((totals[4] + a_found))
+        totals[5]=$((totals[5] + a_found * a_named))
+        totals[6]=$((totals[6] + v_found))
+        totals[7]=$((totals[7] + v_found * v_named))
     done < <(modes_of "$source")
 done
-echo "| | **found / access line named, of $rows** | ${totals[0]} / ${totals[1]} | ${totals[2]} / ${totals[3]} | ${totals[4]} / ${totals[5]} |"
+echo "| | **found / access line named, of $rows** | ${totals[0]} / ${totals[1]} | ${totals[2]} / ${totals[3]} | ${totals[4]} / ${totals[5]} | ${totals[6]} / ${totals[7]} |"

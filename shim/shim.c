@@ -12,6 +12,7 @@
 #include "shim.h"
 #include "depot.h"
 #include "heap/heap.h"
+#include "heap/sample.h"
 #include "modules.h"
 #include "out.h"
 #include "runtime_report.h"
@@ -301,6 +302,7 @@ static void verify_heap_once(void)
         return;
     heap_verify_quarantine(1);
     heap_verify_live(1);
+    sample_verify_live(1);
 }
 
 void shim_exit_quick_checks(void)

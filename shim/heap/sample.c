@@ -29,6 +29,10 @@
 #include <unistd.h>
 
 #define SLOTS 256u /* 2 MiB of address space with 4 KiB pages; at most 1 MiB resident */
+/* The periodic check of live slots: every SCAN_EVERY-th sampled allocation checks the edges
+ * of the next SCAN_SLOTS slots (at the default rate, 8 slots per 64,000 allocations). */
+#define SCAN_EVERY 64u
+#define SCAN_SLOTS 8u
 
 enum slot_state { SLOT_UNUSED, SLOT_LIVE, SLOT_FREED };
 
@@ -38,6 +42,9 @@ struct slot {
     uint32_t alloc_stack, free_stack;
     unsigned family; /* enum heap_family */
     unsigned char state;
+    /* The bytes around a live block hold the sentinel (set once sample_alloc filled them):
+     * only then may a scan of live blocks compare them. */
+    unsigned char edges_filled;
 };
 
 uintptr_t sample_g_lo;
@@ -51,6 +58,7 @@ static uint32_t *g_freed;    /* FIFO ring of freed slot indices */
 static size_t g_freed_head, g_freed_count, g_unused_next;
 static size_t g_page;
 static int g_map_failed;
+static size_t g_scan_next, g_scan_countdown; /* the periodic check of live slots */
 
 /* ---- the decision ---- */
 
@@ -147,6 +155,8 @@ static long slot_of(uintptr_t addr)
     return index & 1 ? (long)(index / 2) : -1;
 }
 
+static unsigned live_scan(size_t count, int at_exit, int symbolize);
+
 void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
 {
     shim_lock_take(&g_lock);
@@ -168,7 +178,7 @@ void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
     uintptr_t page = slot_page(k);
     size_t rounded = (n + 15) & ~(size_t)15;
     uintptr_t a = page + g_page - rounded;
-    g_slots[k] = (struct slot){a, n, alloc_stack, 0, family, SLOT_LIVE};
+    g_slots[k] = (struct slot){a, n, alloc_stack, 0, family, SLOT_LIVE, 0};
     shim_lock_drop(&g_lock);
     int saved = errno;
     if (mprotect((void *)page, g_page, PROT_READ | PROT_WRITE) != 0) {
@@ -182,6 +192,14 @@ void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
     sentinel_fill((void *)(a + n), rounded - n);
     if (zeroed)
         memset((void *)a, 0, n);
+    shim_lock_take(&g_lock);
+    g_slots[k].edges_filled = 1;
+    bool scan = ++g_scan_countdown >= SCAN_EVERY;
+    if (scan)
+        g_scan_countdown = 0;
+    shim_lock_drop(&g_lock);
+    if (scan)
+        live_scan(SCAN_SLOTS, 0, 0);
     return (void *)a;
 }
 
@@ -253,22 +271,93 @@ static void report_fault(const struct slot *s, uintptr_t addr, int is_write, int
     report_end(r, "%zu bytes %s a %zu-byte block", dist, where, s->size);
 }
 
-/* The bytes of the slot's page around a block changed: found at its free. */
-static void report_edges(const struct slot *s, uintptr_t at, uint32_t free_stack)
+/* The bytes of the slot's page around a block changed: found at its free (free_stack), or
+ * by a scan of the live blocks (`when`: "at exit" or "by a periodic check"; no free stack). */
+static void report_edges(const struct slot *s, uintptr_t at, uint32_t free_stack, const char *when,
+                         int symbolize)
 {
     bool under = at < s->addr;
     size_t dist = under ? s->addr - at : at - (s->addr + s->size);
     const char *where = under ? "before the start of" : "past the end of";
-    struct report *r = report_begin(
-        TLSAN_KIND_HEAP_BUFFER_OVERFLOW, 0, "on address %p, %zu bytes %s a %zu-byte block at %p%s",
-        (void *)at, dist, where, s->size, (void *)s->addr, under ? " (underflow)" : "");
+    struct report *r =
+        report_begin(TLSAN_KIND_HEAP_BUFFER_OVERFLOW, symbolize,
+                     "on address %p, %zu bytes %s a %zu-byte block at %p%s", (void *)at, dist,
+                     where, s->size, (void *)s->addr, under ? " (underflow)" : "");
     if (!r)
         return;
-    report_line(r, "  the sampled block's page changed %s it (found when it was freed)",
-                under ? "before" : "after");
+    if (when)
+        report_line(r, "  the sampled block's page changed %s it (found %s; the block is live)",
+                    under ? "before" : "after", when);
+    else
+        report_line(r, "  the sampled block's page changed %s it (found when it was freed)",
+                    under ? "before" : "after");
     report_stack(r, "allocated here", s->alloc_stack);
-    report_stack(r, "freed here", free_stack);
+    if (!when)
+        report_stack(r, "freed here", free_stack);
     report_end(r, "%zu bytes %s a %zu-byte block", dist, where, s->size);
+}
+
+/* The first changed byte before the block in its page, and after it in its 16-byte slack:
+ * how many there are (0 to 2), in at[]. */
+static unsigned changed_edges(const struct slot *s, uintptr_t page, uintptr_t at[2])
+{
+    unsigned n = 0;
+    size_t before = s->addr - page, slack = ((s->size + 15) & ~(size_t)15) - s->size;
+    size_t off = sentinel_find_change((void *)page, before);
+    if (off < before)
+        at[n++] = page + off;
+    off = sentinel_find_change((void *)(s->addr + s->size), slack);
+    if (off < slack)
+        at[n++] = s->addr + s->size + off;
+    return n;
+}
+
+/* Checks the bytes around `count` live slots from the cursor (all: SLOTS), as heap.c does
+ * for the redzones of its live blocks: an overflow into the slack, or an underflow, of a
+ * sampled block that is never freed would otherwise go unseen. The pages are read under the
+ * lock (a live slot's page cannot be closed meanwhile); what changed is copied and refilled,
+ * then reported with the lock dropped. Returns the findings made. */
+static unsigned live_scan(size_t count, int at_exit, int symbolize)
+{
+    struct damage {
+        struct slot s;
+        uintptr_t at;
+    } found[2 * SCAN_SLOTS];
+    unsigned total = 0;
+    for (size_t done = 0; done < count;) {
+        unsigned n = 0;
+        shim_lock_take(&g_lock);
+        if (!g_slots) {
+            shim_lock_drop(&g_lock);
+            break;
+        }
+        for (; done < count && n + 2 <= 2 * SCAN_SLOTS; done++) {
+            size_t k = g_scan_next++ % SLOTS;
+            const struct slot *s = &g_slots[k];
+            if (s->state != SLOT_LIVE || !s->edges_filled)
+                continue;
+            uintptr_t page = slot_page(k), at[2];
+            unsigned m = changed_edges(s, page, at);
+            for (unsigned i = 0; i < m; i++)
+                found[n++] = (struct damage){*s, at[i]};
+            if (m) { /* refilled: its free does not report them again */
+                sentinel_fill((void *)page, s->addr - page);
+                sentinel_fill((void *)(s->addr + s->size),
+                              ((s->size + 15) & ~(size_t)15) - s->size);
+            }
+        }
+        shim_lock_drop(&g_lock);
+        for (unsigned i = 0; i < n; i++)
+            report_edges(&found[i].s, found[i].at, 0, at_exit ? "at exit" : "by a periodic check",
+                         symbolize);
+        total += n;
+    }
+    return total;
+}
+
+unsigned sample_verify_live(int symbolize)
+{
+    return live_scan(SLOTS, 1, symbolize);
 }
 
 static void report_bad_free(uintptr_t a, const struct slot *s, uint32_t free_stack)
@@ -326,13 +415,10 @@ void sample_free(void *p, unsigned family, uint32_t free_stack, bool report)
     if (report) {
         if (family != s.family)
             heap_report_mismatch(a, s.size, s.family, s.alloc_stack, family, free_stack);
-        size_t rounded = (s.size + 15) & ~(size_t)15;
-        size_t off = sentinel_find_change((void *)page, a - page);
-        if (off < a - page)
-            report_edges(&s, page + off, free_stack);
-        off = sentinel_find_change((void *)(a + s.size), rounded - s.size);
-        if (off < rounded - s.size)
-            report_edges(&s, a + s.size + off, free_stack);
+        uintptr_t at[2];
+        unsigned m = changed_edges(&s, page, at);
+        for (unsigned i = 0; i < m; i++)
+            report_edges(&s, at[i], free_stack, NULL, 0);
     }
     /* The page and both guards (a fault may have opened one) inaccessible, then the slot
      * may be taken again. */

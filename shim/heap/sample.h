@@ -52,6 +52,11 @@ void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack);
  * between the block and its page's edges), then the page is made inaccessible. `report`
  * false (the shim passing through, or re-entered): only the bookkeeping. */
 void sample_free(void *p, unsigned family, uint32_t free_stack, bool report);
+/* Checks the bytes around every live sampled block (at exit; while the program runs, every
+ * 64th sampled allocation checks 8 slots in turn): an overflow into a block's slack or an
+ * underflow into its page is reported as heap-buffer-overflow, and the bytes refilled.
+ * Returns the findings made. */
+unsigned sample_verify_live(int symbolize);
 /* True when p is a live sampled block; its requested size in *size then. */
 bool sample_size(const void *p, size_t *size);
 

@@ -1,15 +1,5 @@
-/* main: the `tlsan` command.
- *
- *   tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]
- *               [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...
- *   tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE
- *   tlsan import tvm GRAPH.json [-o PLAN.json]
- *   tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]
- *   tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N] [--no-symbolize]
- *                TRACE|DIR...
- *   tlsan export TRACE|DIR [-o PLAN.json]
- *   tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...
- *   tlsan help | --help | --version
+/* main: the `tlsan` command: check, replay, view, import and export here, run in run.c. Their
+ * usage, options and exit statuses are help.c's table, which --help prints.
  *
  * Exit status (plan-format.md): 0 no finding, 1 at least one finding, 2 an input that is not
  * a valid plan, bad usage or an output that cannot be written; with several inputs, the
@@ -17,6 +7,7 @@
 #include "replay/replay.h"
 #include "replay/runtime_findings.h"
 #include "report/report.h"
+#include "cli/help.h"
 #include "cli/run.h"
 #include "replay/trace_dir.h"
 #include "replay/trace_read.h"
@@ -34,165 +25,6 @@
 #include "core/version.h"
 
 enum { EXIT_CLEAN = 0, EXIT_FINDINGS = 1, EXIT_INVALID = 2 };
-
-/* Each subcommand's --help: its usage line and every option it takes. */
-static const char check_help[] =
-    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
-    "                   [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...\n"
-    "\n"
-    "Checks plan files (plans or plan caches; '-' reads standard input) and reports every\n"
-    "unsafe decision.\n"
-    "\n"
-    "Options:\n"
-    "  -f, --format FORMAT text (default, sanitizer style), json (one object per input per\n"
-    "                      line) or sarif (SARIF 2.1.0, one log over all inputs)\n"
-    "  -o, --output FILE   write the report to FILE instead of standard output\n"
-    "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
-    "  --from plan|tvm|executorch\n"
-    "                      the inputs are plans (default), TVM graph-executor JSON files or\n"
-    "                      ExecuTorch programs (.pte; each method is its own plan)\n"
-    "  --method NAME       with --from executorch: only that method\n"
-    "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
-    "                      union of paths (default 4096)\n"
-    "  --                  ends the options: every argument after it is a file\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 no finding, 1 findings, 2 invalid input or usage error.\n";
-
-static const char replay_help[] =
-    "usage: tlsan replay [--format text|json|sarif] [-o FILE] [--svg FILE] [--max-paths N]\n"
-    "                    [--no-symbolize] TRACE...\n"
-    "\n"
-    "Rebuilds the plan a recorded run performed (a libtlsan.so trace) and checks it, with\n"
-    "every plan the engine handed over.\n"
-    "\n"
-    "Options:\n"
-    "  -f, --format FORMAT text (default), json or sarif, as for tlsan check\n"
-    "  -o, --output FILE   write the report to FILE instead of standard output\n"
-    "  --svg FILE          also draw the replayed plans as a static SVG\n"
-    "  --max-paths N       branch paths enumerated per pair (default 4096)\n"
-    "  --no-symbolize      keep stacks as module+offset instead of reading function and\n"
-    "                      line from the binaries\n"
-    "  --                  ends the options: every argument after it is a trace\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 no finding, 1 findings (also those the process reported while it ran),\n"
-    "2 an unreadable trace or usage error.\n";
-
-static const char view_help[] =
-    "usage: tlsan view [--from plan|tvm|executorch] [--method NAME] -o OUT.html PLAN|TRACE\n"
-    "\n"
-    "Draws a plan, plan cache, TVM graph or recorded run (a trace, found by its magic) as one\n"
-    "self-contained HTML page: tensors over steps and bytes, conflicts in red.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --output FILE   write the page to FILE ('-' for standard output; without -o the\n"
-    "                      page is written to standard output only when that is not a\n"
-    "                      terminal)\n"
-    "  --from plan|tvm|executorch\n"
-    "                      the input is a plan (default), a TVM graph-executor JSON or an\n"
-    "                      ExecuTorch program (.pte)\n"
-    "  --method NAME       with --from executorch: only that method\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 the page was written (findings or not), 2 invalid input or usage error.\n";
-
-static const char import_help[] =
-    "usage: tlsan import tvm GRAPH.json [-o PLAN.json]\n"
-    "       tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]\n"
-    "\n"
-    "Converts a TVM graph-executor JSON (deploy_graph.json), or an ExecuTorch program (a plan\n"
-    "per method; a plan cache keyed by method when it has several), into a plan.\n"
-    "\n"
-    "Options:\n"
-    "  --method NAME       executorch: only that method\n"
-    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 written, 2 invalid input or usage error.\n";
-
-static const char export_help[] =
-    "usage: tlsan export TRACE [-o PLAN.json]\n"
-    "\n"
-    "Writes the plan a recorded run performed (a libtlsan.so trace), in the plan format.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Exit status: 0 written, 2 an unreadable trace or usage error.\n";
-
-static const char usage_text[] =
-    "usage: tlsan check [--format text|json|sarif] [-o FILE] [--svg FILE]\n"
-    "                   [--from plan|tvm|executorch] [--method NAME] [--max-paths N] PLAN...\n"
-    "       tlsan view [--from tvm|executorch] [--method NAME] [-o OUT.html] PLAN|TRACE\n"
-    "       tlsan import tvm GRAPH.json [-o PLAN.json]\n"
-    "       tlsan import executorch PROGRAM.pte [--method NAME] [-o PLAN.json]\n"
-    "       tlsan replay [--format text|json|sarif] [-o FILE] [--max-paths N]\n"
-    "                    [--no-symbolize] TRACE|DIR...\n"
-    "       tlsan export TRACE|DIR [-o PLAN.json]\n"
-    "       tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...]\n"
-    "                 -- CMD [ARGS...]\n"
-    "       tlsan --help | --version\n"
-    "\n"
-    "tlsan, the Tensor Lifetime Sanitizer, proves a memory plan safe or reports each\n"
-    "unsafe decision: tensors sharing bytes while live, bad in-place pairs, reuse the\n"
-    "executor does not order, declared lifetimes that are too short, reads before writes,\n"
-    "and layout errors (bounds, alignment, memory kinds, sizes).\n"
-    "\n"
-    "Commands:\n"
-    "  check PLAN...       check plan files (plans or plan caches; '-' reads standard input)\n"
-    "  view PLAN|TRACE     draw a plan (or a recorded run) as one self-contained HTML\n"
-    "                      page: tensors over steps and bytes, conflicts in red\n"
-    "  import tvm GRAPH    convert a TVM graph-executor JSON into a plan\n"
-    "  import executorch PROGRAM\n"
-    "                      convert an ExecuTorch program (.pte) into a plan (a plan\n"
-    "                      cache keyed by method when it has several methods)\n"
-    "  replay TRACE...     rebuild the plan a recorded run performed (libtlsan.so trace)\n"
-    "                      and check it, with every plan the engine handed over; a\n"
-    "                      directory (tlsan run's) replays each process's trace in it\n"
-    "  export TRACE        write the plan a recorded run performed, in the plan format\n"
-    "                      (a directory must hold exactly one trace)\n"
-    "  run -- CMD ARGS     run a program under libtlsan.so, print its reports and a\n"
-    "                      summary; exit with `exitcode` (default 1) when anything was\n"
-    "                      found, else with the program's own status\n"
-    "  help                show this help\n"
-    "\n"
-    "Options of check:\n"
-    "  --format FORMAT     text (default, sanitizer style), json (one object per input\n"
-    "                      per line) or sarif (SARIF 2.1.0, for CI systems)\n"
-    "  -o, --output FILE   write the report to FILE instead of standard output\n"
-    "  --from tvm          the inputs are TVM graph-executor JSON files\n"
-    "  --from executorch   the inputs are ExecuTorch programs (.pte): each method is\n"
-    "                      checked as its own plan\n"
-    "  --method NAME       with --from executorch: only the method NAME\n"
-    "  --max-paths N       branch paths enumerated per pair before falling back to the\n"
-    "                      union of paths (default 4096)\n"
-    "  --svg FILE          also draw the checked plans as a static SVG (like tlsan view)\n"
-    "\n"
-    "  (replay takes the same options, and --no-symbolize to keep stacks as\n"
-    "  module+offset instead of reading function and line from the binaries)\n"
-    "\n"
-    "Options of import and export:\n"
-    "  -o, --output FILE   write the plan to FILE instead of standard output\n"
-    "\n"
-    "Options of run:\n"
-    "  --trace-dir DIR     where every process's trace goes, DIR/tlsan.PID.trace (default:\n"
-    "                      a new ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary)\n"
-    "  --trace FILE        the program's trace is FILE, its descendants' FILE.PID\n"
-    "  --options K=V:...   TLSAN_OPTIONS for the run (added after the environment's);\n"
-    "                      run with --options help=1 to list them\n"
-    "\n"
-    "Exit status: 0 no finding, 1 findings, 2 invalid input or usage error.\n";
-
-/* Reports bad usage in one line with a hint; always returns EXIT_INVALID. */
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "tlsan: error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'tlsan --help')\n");
-    return EXIT_INVALID;
-}
 
 /* Matches "--name VALUE" and "--name=VALUE" (and a short alias "-x VALUE"). On a match
  * *value is set (NULL when the value is missing) and *i advanced past what was used. */
@@ -528,7 +360,7 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             options_done = true;
         } else if (option_value(argc, argv, &i, "--format", "-f", &v)) {
             if (!v)
-                return usage_error("%s needs a value: text, json or sarif", a);
+                return help_usage_error("%s needs a value: text, json or sarif", a);
             if (strcmp(v, "text") == 0)
                 args->format = TLSAN_FORMAT_TEXT;
             else if (strcmp(v, "json") == 0)
@@ -536,24 +368,24 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             else if (strcmp(v, "sarif") == 0)
                 args->format = TLSAN_FORMAT_SARIF;
             else
-                return usage_error("unknown format '%s' (text, json or sarif)", v);
+                return help_usage_error("unknown format '%s' (text, json or sarif)", v);
         } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a file name", a);
+                return help_usage_error("%s needs a file name", a);
             args->out_path = v;
         } else if (option_value(argc, argv, &i, "--svg", NULL, &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a file name", a);
+                return help_usage_error("%s needs a file name", a);
             args->svg_path = v;
         } else if (!replay && option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v)
-                return usage_error("%s needs a value: plan, tvm or executorch", a);
+                return help_usage_error("%s needs a value: plan, tvm or executorch", a);
             if (!parse_from(v, &args->from))
-                return usage_error("unknown input kind '%s' for --from (plan, tvm or executorch)",
-                                   v);
+                return help_usage_error(
+                    "unknown input kind '%s' for --from (plan, tvm or executorch)", v);
         } else if (!replay && option_value(argc, argv, &i, "--method", NULL, &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a method name", a);
+                return help_usage_error("%s needs a method name", a);
             args->method = v;
         } else if (replay && strcmp(a, "--no-symbolize") == 0) {
             args->symbolize = false;
@@ -562,19 +394,20 @@ static int parse_check(int argc, char **argv, check_args *args, bool replay)
             errno = 0;
             unsigned long n = v ? strtoul(v, &end, 10) : 0;
             if (!v || !v[0] || *end || errno || n == 0 || n > UINT32_MAX || v[0] == '-')
-                return usage_error("--max-paths needs a positive integer, not '%s'", v ? v : "");
+                return help_usage_error("--max-paths needs a positive integer, not '%s'",
+                                        v ? v : "");
             args->options.max_paths = (uint32_t)n;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(replay ? replay_help : check_help, stdout);
+            help_print_command(stdout, replay ? "replay" : "check");
             return -1; /* handled: exit 0 */
         } else {
-            return usage_error("unknown option '%s'", a);
+            return help_usage_error("unknown option '%s'", a);
         }
     }
     if (args->n_files == 0)
-        return usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
+        return help_usage_error(replay ? "%s: no trace file given" : "%s: no plan file given", cmd);
     if (args->method && args->from != SOURCE_EXECUTORCH)
-        return usage_error("%s: --method needs --from executorch", cmd);
+        return help_usage_error("%s: --method needs --from executorch", cmd);
     return EXIT_CLEAN;
 }
 
@@ -763,35 +596,36 @@ static int cmd_view(int argc, char **argv)
         const char *a = argv[i];
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (file)
-                return usage_error("view takes one plan or trace, not also '%s'", a);
+                return help_usage_error("view takes one plan or trace, not also '%s'", a);
             file = a;
         } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a file name", a);
+                return help_usage_error("%s needs a file name", a);
             args.out_path = v;
         } else if (option_value(argc, argv, &i, "--from", NULL, &v)) {
             if (!v || !parse_from(v, &args.from))
-                return usage_error("--from needs plan, tvm or executorch, not '%s'", v ? v : "");
+                return help_usage_error("--from needs plan, tvm or executorch, not '%s'",
+                                        v ? v : "");
             from_given = true;
         } else if (option_value(argc, argv, &i, "--method", NULL, &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a method name", a);
+                return help_usage_error("%s needs a method name", a);
             args.method = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(view_help, stdout);
+            help_print_command(stdout, "view");
             return EXIT_CLEAN;
         } else {
-            return usage_error("unknown option '%s'", a);
+            return help_usage_error("unknown option '%s'", a);
         }
     }
     if (!file)
-        return usage_error("%s: no plan or trace given", "view");
+        return help_usage_error("%s: no plan or trace given", "view");
     /* A page of HTML is no use on a terminal: ask where it should go. */
     if (!args.out_path && isatty(STDOUT_FILENO))
-        return usage_error("%s", "view writes an HTML page: give -o OUT.html (or -o - to "
-                                 "write it to the terminal anyway)");
+        return help_usage_error("%s", "view writes an HTML page: give -o OUT.html (or -o - to "
+                                      "write it to the terminal anyway)");
     if (args.method && args.from != SOURCE_EXECUTORCH)
-        return usage_error("%s: --method needs --from executorch", "view");
+        return help_usage_error("%s: --method needs --from executorch", "view");
     if (!from_given && view_file_is_trace(file))
         args.from = SOURCE_TRACE;
     input_list units = {0};
@@ -812,7 +646,7 @@ static int cmd_view(int argc, char **argv)
 
 /* The arguments of a command that takes one input file and -o FILE (export, import tvm).
  * Returns -1 when they are fine, else the exit status to return (usage printed). */
-static int parse_one_input(int argc, char **argv, const char *what, const char *help,
+static int parse_one_input(int argc, char **argv, const char *what, const char *command,
                            const char **file, const char **out_path)
 {
     const char *v;
@@ -821,21 +655,21 @@ static int parse_one_input(int argc, char **argv, const char *what, const char *
         const char *a = argv[i];
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (*file)
-                return usage_error("this command takes one input file, not also '%s'", a);
+                return help_usage_error("this command takes one input file, not also '%s'", a);
             *file = a;
         } else if (option_value(argc, argv, &i, "--output", "-o", &v)) {
             if (!v || !v[0])
-                return usage_error("%s needs a file name", a);
+                return help_usage_error("%s needs a file name", a);
             *out_path = v;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(help, stdout);
+            help_print_command(stdout, command);
             return EXIT_CLEAN;
         } else {
-            return usage_error("unknown option '%s'", a);
+            return help_usage_error("unknown option '%s'", a);
         }
     }
     if (!*file)
-        return usage_error("%s: no input file given", what);
+        return help_usage_error("%s: no input file given", what);
     return -1;
 }
 
@@ -844,7 +678,7 @@ static int export_trace(const char *trace, const char *out_path);
 static int cmd_export(int argc, char **argv)
 {
     const char *trace, *out_path;
-    int usage = parse_one_input(argc, argv, "export", export_help, &trace, &out_path);
+    int usage = parse_one_input(argc, argv, "export", "export", &trace, &out_path);
     if (usage >= 0)
         return usage;
     /* A run directory: its one trace; with several, which plan is wanted is not ours to
@@ -914,7 +748,7 @@ static int import_executorch(int argc, char **argv)
         if (option_value(argc, argv, &i, "--method", NULL, &v)) {
             if (!v || !v[0]) {
                 free(rest);
-                return usage_error("%s needs a method name", "--method");
+                return help_usage_error("%s needs a method name", "--method");
             }
             method = v;
         } else {
@@ -922,8 +756,7 @@ static int import_executorch(int argc, char **argv)
         }
     }
     const char *program, *out_path;
-    int usage =
-        parse_one_input(n_rest, rest, "import executorch", import_help, &program, &out_path);
+    int usage = parse_one_input(n_rest, rest, "import executorch", "import", &program, &out_path);
     free(rest);
     if (usage >= 0)
         return usage;
@@ -949,19 +782,19 @@ static int import_executorch(int argc, char **argv)
 static int cmd_import(int argc, char **argv)
 {
     if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
-        fputs(import_help, stdout);
+        help_print_command(stdout, "import");
         return EXIT_CLEAN;
     }
     if (argc < 1)
-        return usage_error("%s: which format? (tlsan import tvm GRAPH.json, or executorch "
-                           "PROGRAM.pte)",
-                           "import");
+        return help_usage_error("%s: which format? (tlsan import tvm GRAPH.json, or executorch "
+                                "PROGRAM.pte)",
+                                "import");
     if (strcmp(argv[0], "executorch") == 0)
         return import_executorch(argc - 1, argv + 1);
     if (strcmp(argv[0], "tvm") != 0)
-        return usage_error("cannot import '%s': 'tvm' and 'executorch' are known", argv[0]);
+        return help_usage_error("cannot import '%s': 'tvm' and 'executorch' are known", argv[0]);
     const char *graph, *out_path;
-    int usage = parse_one_input(argc - 1, argv + 1, "import tvm", import_help, &graph, &out_path);
+    int usage = parse_one_input(argc - 1, argv + 1, "import tvm", "import", &graph, &out_path);
     if (usage >= 0)
         return usage;
 
@@ -987,10 +820,10 @@ static int cmd_import(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%s", "no command given");
+        return help_usage_error("%s", "no command given");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
+        help_print_overview(stdout);
         return EXIT_CLEAN;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
@@ -1010,6 +843,6 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "view") == 0)
         return cmd_view(argc - 2, argv + 2);
     if (cmd[0] == '-')
-        return usage_error("unknown option '%s'", cmd);
-    return usage_error("unknown command '%s'", cmd);
+        return help_usage_error("unknown option '%s'", cmd);
+    return help_usage_error("unknown command '%s'", cmd);
 }

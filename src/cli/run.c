@@ -1,6 +1,8 @@
 /* run: a program under the shim, then a summary from its trace. */
 #include "cli/run.h"
 
+#include "cli/help.h"
+
 #include "core/options.h"
 #include "replay/trace_dir.h"
 #include "replay/trace_read.h"
@@ -22,16 +24,6 @@
 #ifndef TLSAN_INSTALL_LIBDIR
 #define TLSAN_INSTALL_LIBDIR "lib"
 #endif
-
-enum { RUN_USAGE = 2 };
-
-static int run_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "tlsan: error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'tlsan --help')\n");
-    return RUN_USAGE;
-}
 
 static bool readable(const char *path)
 {
@@ -202,7 +194,7 @@ static int make_run_dir(const char *given, int verbosity, run_trace *rt)
                     "tlsan: error: run: cannot create a run directory in %s: %s (set TMPDIR or "
                     "give --trace-dir DIR)\n",
                     tmp, strerror(errno));
-            return RUN_USAGE;
+            return HELP_EXIT_USAGE;
         }
         rt->made = true;
         /* Run as root, the program may drop its privileges (a daemon's setuid, runuser,
@@ -216,7 +208,7 @@ static int make_run_dir(const char *given, int verbosity, run_trace *rt)
     if (mkdir(given, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "tlsan: error: run: cannot create the trace directory %s: %s\n", given,
                 strerror(errno));
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
     trace_list old;
     bool usable = realpath(given, rt->path) != NULL;
@@ -227,7 +219,7 @@ static int make_run_dir(const char *given, int verbosity, run_trace *rt)
     if (!usable || trace_dir_list(rt->path, &old) != 0) {
         fprintf(stderr, "tlsan: error: run: cannot use %s as the trace directory: %s\n", given,
                 strerror(errno));
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
     size_t n_old = old.n;
     if (n_old) {
@@ -237,7 +229,7 @@ static int make_run_dir(const char *given, int verbosity, run_trace *rt)
                 given, n_old, n_old == 1 ? "" : "s", old.paths[0]);
     }
     trace_list_free(&old);
-    return n_old ? RUN_USAGE : 0;
+    return n_old ? HELP_EXIT_USAGE : 0;
 }
 
 /* Appends ":text" to the options string *opts (grown; NULL or "" text adds nothing). */
@@ -439,25 +431,6 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-static const char run_help[] =
-    "usage: tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD [ARGS...]\n"
-    "\n"
-    "Runs CMD under libtlsan.so (the runtime shim), prints its reports and a summary, and\n"
-    "ends as CMD ends: its exit status (`exitcode`, default 1, in place of a 0 when anything\n"
-    "was found), or the signal that killed it; 127/126 when CMD is not found/not executable.\n"
-    "\n"
-    "Options:\n"
-    "  --trace-dir DIR     the run directory: every process of the run, wherever it runs,\n"
-    "                      writes DIR/tlsan.PID.trace there (default: a new\n"
-    "                      ${TMPDIR:-/tmp}/tlsan-run.XXXXXX, named in the summary; replay it\n"
-    "                      with tlsan replay DIR)\n"
-    "  --trace FILE        one trace file instead (descendants write FILE.PID)\n"
-    "  --options K=V:...   TLSAN_OPTIONS for the run, added after the environment's (the\n"
-    "                      last of a repeated name wins); may be given more than once\n"
-    "  --                  ends the options: CMD and its arguments follow\n"
-    "  -h, --help          show this help\n"
-    "\n";
-
 int run_command(int argc, char **argv)
 {
     const char *trace = NULL, *trace_dir = NULL;
@@ -475,25 +448,25 @@ int run_command(int argc, char **argv)
             trace = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
             if (!trace || !trace[0]) {
                 free(options);
-                return run_usage("%s needs a file name", "--trace");
+                return help_usage_error("%s needs a file name", "--trace");
             }
         } else if (strcmp(a, "--trace-dir") == 0 || strncmp(a, "--trace-dir=", 12) == 0) {
             trace_dir = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
             if (!trace_dir || !trace_dir[0]) {
                 free(options);
-                return run_usage("%s needs a directory", "--trace-dir");
+                return help_usage_error("%s needs a directory", "--trace-dir");
             }
         } else if (strcmp(a, "--options") == 0 || strncmp(a, "--options=", 10) == 0) {
             const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || strcmp(v, "--") == 0) {
                 free(options);
-                return run_usage("%s needs KEY=VALUE pairs", "--options");
+                return help_usage_error("%s needs KEY=VALUE pairs", "--options");
             }
             size_t old = options ? strlen(options) : 0;
             char *grown = realloc(options, old + strlen(v) + 2);
             if (!grown) {
                 free(options);
-                return run_usage("%s", "out of memory");
+                return help_usage_error("%s", "out of memory");
             }
             options = grown;
             sprintf(options + old, "%s%s", old ? ":" : "", v);
@@ -501,28 +474,29 @@ int run_command(int argc, char **argv)
             free(options);
             char options_help[OPTIONS_HELP_BYTES];
             options_help_text(options_help, sizeof options_help);
-            fputs(run_help, stdout);
+            help_print_command(stdout, "run");
+            fputc('\n', stdout);
             fputs(options_help, stdout);
             return 0;
         } else {
             free(options);
-            return run_usage("unknown option '%s' for run", a);
+            return help_usage_error("unknown option '%s' for run", a);
         }
     }
     if (i >= argc) {
         free(options);
-        return run_usage("%s: no command given (tlsan run -- CMD ARGS)", "run");
+        return help_usage_error("%s: no command given (tlsan run -- CMD ARGS)", "run");
     }
     if (trace && trace_dir) {
         free(options);
-        return run_usage("%s", "--trace FILE and --trace-dir DIR: give one");
+        return help_usage_error("%s", "--trace FILE and --trace-dir DIR: give one");
     }
     char shim[PATH_MAX];
     if (!find_shim(shim, sizeof shim)) {
         free(options);
         fprintf(stderr, "tlsan: error: run: libtlsan.so not found next to tlsan or in its "
                         "library directory (set TLSAN_SHIM to its path)\n");
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
 
     /* TLSAN_OPTIONS: the environment's, then --options, then where the traces go. */
@@ -536,7 +510,7 @@ int run_command(int argc, char **argv)
     int status = 0;
     if (!ok) {
         free(all);
-        return run_usage("%s", "out of memory");
+        return help_usage_error("%s", "out of memory");
     }
     struct shim_options opts;
     read_run_options(all, &opts);
@@ -548,7 +522,7 @@ int run_command(int argc, char **argv)
         if (!absolute(opts.trace_path, rt.path, sizeof rt.path) ||
             !append_option(&all, "trace_path", rt.path)) {
             free(all);
-            return run_usage("cannot make the trace path '%s' absolute", opts.trace_path);
+            return help_usage_error("cannot make the trace path '%s' absolute", opts.trace_path);
         }
     } else {
         /* The shim takes trace_dir from the options before TLSAN_TRACE_DIR: one given there
@@ -559,7 +533,7 @@ int run_command(int argc, char **argv)
                                         : NULL,
                               opts.verbosity, &rt);
         if (status == 0 && in_opts && !append_option(&all, "trace_dir", rt.path))
-            status = run_usage("%s", "out of memory");
+            status = help_usage_error("%s", "out of memory");
     }
     if (status) {
         free(all);
@@ -575,14 +549,14 @@ int run_command(int argc, char **argv)
         if (rt.made)
             rmdir(rt.path);
         free(all);
-        return run_usage("the trace path '%s' is longer than an option value may be (255 bytes)",
-                         rt.path);
+        return help_usage_error(
+            "the trace path '%s' is longer than an option value may be (255 bytes)", rt.path);
     }
     const char *old_preload = getenv("LD_PRELOAD");
     char *preload = malloc(strlen(shim) + (old_preload ? strlen(old_preload) : 0) + 2);
     if (!preload) {
         free(all);
-        return run_usage("%s", "out of memory");
+        return help_usage_error("%s", "out of memory");
     }
     sprintf(preload, "%s%s%s", shim, old_preload && old_preload[0] ? " " : "",
             old_preload ? old_preload : "");
@@ -597,7 +571,7 @@ int run_command(int argc, char **argv)
         fprintf(stderr, "tlsan: error: run: pipe failed: %s\n", strerror(errno));
         free(all);
         free(preload);
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
     /* tlsan must see its child's end: an inherited SIGCHLD=SIG_IGN would have the kernel
      * reap it, and waitpid fail. And its summary must not kill it: written to a pipe whose
@@ -637,7 +611,7 @@ int run_command(int argc, char **argv)
         close(exec_pipe[1]);
         free(all);
         free(preload);
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
     if (pid == 0) {
         close(exec_pipe[0]);
@@ -698,7 +672,7 @@ int run_command(int argc, char **argv)
         /* Never a zeroed status read as success. */
         fprintf(stderr, "tlsan: error: run: cannot wait for '%s' (pid %d): %s\n", argv[i], (int)pid,
                 strerror(wait_err));
-        return RUN_USAGE;
+        return HELP_EXIT_USAGE;
     }
     run_end end = {0};
     if (WIFEXITED(wstatus))

@@ -1,4 +1,4 @@
-/* run: `tlsan run [--trace-dir DIR | --trace FILE] [--options KEY=VALUE:...] -- CMD ARGS...`
+/* run: `tlsan run [OPTIONS] -- CMD ARGS...` (its options: help.c's table)
  * runs a program with libtlsan.so preloaded, lets its reports go to standard error as they
  * happen, then reads the run's traces and prints a summary. Every process of the run (the
  * program and its descendants, wherever they run) writes its trace into the run directory:

@@ -172,17 +172,25 @@ else
     echo "note: jq not installed, JSON and SARIF shape checks skipped"
 fi
 
-# --- each subcommand's --help lists every option it takes ---
+# --- each subcommand's --help lists every option it takes, and the overview (tlsan --help)
+# holds each command's usage lines exactly as the command's --help prints them ---
+run --help
+overview=$out
 expect_help() { # COMMAND... -- OPTION...
-    local cmd=() o
+    local cmd=() o usage
     while [ "$1" != -- ]; do cmd+=("$1"); shift; done
     shift
     run "${cmd[@]}" --help
     expect_rc 0 "${cmd[*]} --help"
     expect_in "$out" "usage: tlsan ${cmd[0]}" "${cmd[*]} --help: its usage line"
+    printf '%s\n' "$out" | grep -qx 'Options:' && ok || bad "${cmd[*]} --help: no 'Options:' line"
     for o in "$@" "-h, --help"; do
         expect_in "$out" "  $o" "${cmd[*]} --help lists $o"
     done
+    # its usage lines: from "usage: " to the first empty line (the overview puts "usage: " or
+    # as many spaces before the first)
+    usage=$(printf '%s\n' "$out" | sed -n '1,/^$/p' | sed '/^$/d; 1s/^usage: //')
+    expect_in "$overview" "$usage" "tlsan --help holds the usage lines of ${cmd[*]}"
 }
 expect_help check -- "-f, --format" "-o, --output" --svg --from --max-paths
 expect_help replay -- "-f, --format" "-o, --output" --svg --max-paths --no-symbolize

@@ -267,6 +267,24 @@ expect_in "$err" "2 bytes past the end of a 24-byte block" "sampled-slack: where
 expect_in "$err" "(found when it was freed)" "sampled-slack: at the free"
 expect_stack sampled-slack heap-buffer-overflow sampled_slack "allocated here" "sampled-slack: allocated"
 expect_stack sampled-slack heap-buffer-overflow sampled_slack "freed here" "sampled-slack: freed"
+# A sampled block that stays live: an overflow into its slack or an underflow into its page
+# is found at exit, or by the periodic check of live slots through churn (every block of the
+# churn sampled too), as for the redzones of other blocks.
+# sampled_live MODE WHERE WHEN
+sampled_live() {
+    run "$1"
+    expect_kind "$1 (sampled)" heap-buffer-overflow 1
+    expect_in "$err" "$2 a 40-byte block" "$1 (sampled): where"
+    expect_in "$err" "the sampled block's page changed $3 it (found $4; the block is live)" \
+        "$1 (sampled): found $4"
+    expect_stack "$1" heap-buffer-overflow "${1//-/_}" "allocated here" "$1: allocated"
+    expect_count "$err" "^freed here:" 0 "$1 (sampled): no free stack"
+}
+sampled_live live-overflow "3 bytes past the end of" after "at exit"
+expect_eq "$(cat "$tmp/out")" "live-overflow done" "live-overflow (sampled): output"
+sampled_live live-underflow "3 bytes before the start of" before "at exit"
+sampled_live live-periodic "0 bytes past the end of" after "by a periodic check"
+expect_eq "$(cat "$tmp/out")" $'churned\nlive-periodic done' "live-periodic (sampled): output"
 # The checks of a free hold for sampled blocks too: a double free (then abort, as glibc).
 run double-free
 expect_kind "double-free (sampled)" double-free 1
