@@ -53,8 +53,8 @@ script() {
     rm -f "$tmp/script.out"
     setsid perl -e '$SIG{INT} = $SIG{QUIT} = "DEFAULT"; exec @ARGV' \
         bash -c '"$@"; echo after' bash "$@" >"$tmp/script.out" 2>/dev/null &
-    local spid=$! i
-    for i in $(seq 200); do grep -q ready "$tmp/script.out" 2>/dev/null && break; sleep 0.05; done
+    local spid=$!
+    wait_for_line "$tmp/script.out" ready "$spid"
     kill -INT -- "-$spid"
     wait "$spid"
     echo "status $? $(tr '\n' ' ' <"$tmp/script.out")"
@@ -65,10 +65,11 @@ expect_eq "$(script "$bin" run -- sh -c 'echo ready; exec sleep 10')" "$native" 
 # A signal sent to tlsan alone is passed on to the program, which would have received it
 # (SIGINT and SIGQUIT set back to the default: a background job inherits them ignored).
 for sig in INT HUP USR1 QUIT; do
+    rm -f "$tmp/out" # the last round's "started" is no sign of this one's
     perl -e '$SIG{INT} = $SIG{QUIT} = "DEFAULT"; exec @ARGV' "$bin" run -- sh -c "trap 'echo got $sig; exit 5' $sig; echo started; while :; do sleep 0.05; done" \
         >"$tmp/out" 2>"$tmp/err" &
     tpid=$!
-    for _ in $(seq 200); do grep -q started "$tmp/out" && break; sleep 0.05; done
+    wait_for_line "$tmp/out" started "$tpid"
     kill "-$sig" "$tpid"
     wait "$tpid"
     expect_eq "$?:$(tr '\n' ' ' <"$tmp/out")" "5:started got $sig " "SIG$sig sent to tlsan run: passed on"

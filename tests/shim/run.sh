@@ -198,10 +198,11 @@ expect_eq "$rc:$(tail -n 1 "$tmp/err" | sed 's/ in .*;/ in DIR;/')" \
 clear_tmpdir
 # A termination signal sent to tlsan (kill, a harness stopping its child) reaches the
 # program, as it would natively, instead of leaving it running with tlsan gone.
+rm -f "$tmp/out"
 "$bin" run -- sh -c 'trap "echo got TERM; exit 5" TERM; echo started; while :; do sleep 0.05; done' \
     >"$tmp/out" 2>"$tmp/err" &
 tpid=$!
-for _ in $(seq 100); do grep -q started "$tmp/out" && break; sleep 0.05; done
+wait_for_line "$tmp/out" started "$tpid"
 cpid=$(pgrep -P "$tpid")
 kill -TERM "$tpid"
 wait "$tpid"

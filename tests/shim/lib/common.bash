@@ -89,6 +89,17 @@ expect_frame_at() {
         *) bad "$6: frame #$3 under '$2' is '$frame', want $4 at $5" ;;
     esac
 }
+# wait_for_line FILE TEXT PID: waits until FILE holds TEXT (the line a program prints once
+# it is set up) or process PID has ended, however long that takes: a loaded machine is only
+# slower, and ctest's timeout stops a hang. FILE must hold nothing of an earlier run (remove
+# it before starting PID): a stale line would say "set up" before PID is. Fails when PID ended
+# without the line.
+wait_for_line() {
+    while ! grep -q -- "$2" "$1" 2>/dev/null; do
+        kill -0 "$3" 2>/dev/null || return 1
+        sleep 0.05
+    done
+}
 # expect_eq GOT WANT WHAT
 expect_eq() {
     if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
