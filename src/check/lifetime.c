@@ -127,14 +127,14 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
                 }
             }
             for (uint32_t a = ix->start[r]; a < ix->start[r + 1]; a++) {
-                uint32_t l = p->op_loop[ix->op[a]];
+                uint32_t l = plan_op_loop(p, ix->op[a]);
                 if (l == NO_INDEX)
                     continue;
                 const loop_rec *L = &p->loops[l];
                 bool before = hull.first < (int32_t)L->first_op;
                 bool any_read = false;
                 uint32_t b = a;
-                while (b < ix->start[r + 1] && p->op_loop[ix->op[b]] == l) {
+                while (b < ix->start[r + 1] && plan_op_loop(p, ix->op[b]) == l) {
                     any_read |= (ix->rw[b] & ACC_READ) != 0;
                     b++;
                 }
@@ -151,7 +151,7 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
                     continue;
                 int32_t s = (int32_t)ix->op[a];
                 bool relevant = life_empty(must) || s < must.first || s > must.last;
-                uint32_t l = p->op_loop[ix->op[a]];
+                uint32_t l = plan_op_loop(p, ix->op[a]);
                 if (!relevant && l != NO_INDEX) {
                     const loop_rec *L = &p->loops[l];
                     relevant = (int32_t)L->first_op < must.first || (int32_t)L->last_op > must.last;
@@ -293,7 +293,7 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
     }
     size_t i = 0;
     while (i < n) {
-        uint32_t loop = p->op_loop[ops[i]];
+        uint32_t loop = plan_op_loop(p, ops[i]);
         if (loop == NO_INDEX) {
             bool runs = !(rw[i] & ACC_COND) ||
                         ((!skip_irrelevant || (rw[i] & ACC_RELEVANT)) && op_runs(ps, ops[i]));
@@ -309,7 +309,7 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
         const loop_rec *L = &p->loops[loop];
         bool before = l.first < (int32_t)L->first_op;
         bool touched = false, first_reads = false, any_read = false;
-        while (i < n && p->op_loop[ops[i]] == loop) {
+        while (i < n && plan_op_loop(p, ops[i]) == loop) {
             any_read |= (rw[i] & ACC_READ) != 0;
             bool runs = !(rw[i] & ACC_COND) ||
                         ((!skip_irrelevant || (rw[i] & ACC_RELEVANT)) && op_runs(ps, ops[i]));

@@ -334,7 +334,7 @@ static void gen_plan_json(report_gen *j, const view_model *m, const char *label)
     KEY("op_stream");
     report_gen_open_array(j);
     for (uint32_t o = 0; o < p->n_ops; o++)
-        report_gen_str(j, plan_str(p, p->ops[o].stream));
+        report_gen_str(j, plan_str(p, plan_op_stream_name(p, o)));
     report_gen_close_array(j);
 
     KEY("arenas");
@@ -495,14 +495,14 @@ static void gen_plan_json(report_gen *j, const view_model *m, const char *label)
     KEY("stack");
     report_gen_open_array(j);
     for (uint32_t t = 0; t < p->n_tensors; t++) {
-        const tensor_rec *tr = &p->tensors[t];
-        if (!tr->n_stack) {
+        const tensor_extra *tx = tensor_x(p, &p->tensors[t]);
+        if (!tx->n_stack) {
             report_gen_i64(j, 0);
             continue;
         }
         report_gen_open_array(j);
-        for (uint32_t k = 0; k < tr->n_stack; k++)
-            report_gen_str(j, plan_str(p, p->id_pool.v[tr->stack_start + k]));
+        for (uint32_t k = 0; k < tx->n_stack; k++)
+            report_gen_str(j, plan_str(p, p->id_pool.v[tx->stack_start + k]));
         report_gen_close_array(j);
     }
     report_gen_close_array(j);
