@@ -11,7 +11,8 @@ void access_index_free(access_index *ix)
     free(ix->rw);
     free(ix->hull);
     free(ix->must);
-    free(ix->cond_ops_prefix);
+    free(ix->cond_bits);
+    free(ix->cond_rank);
     free(ix->cond_ops);
     memset(ix, 0, sizeof *ix);
 }
@@ -47,9 +48,11 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     ix->start = calloc(nt + 1, sizeof *ix->start);
     ix->hull = malloc((nt ? nt : 1) * sizeof *ix->hull);
     ix->must = malloc((nt ? nt : 1) * sizeof *ix->must);
-    ix->cond_ops_prefix = malloc((no + 1) * sizeof *ix->cond_ops_prefix);
+    size_t n_words = no / 64 + 1;
+    ix->cond_bits = calloc(n_words, sizeof *ix->cond_bits);
+    ix->cond_rank = malloc(n_words * sizeof *ix->cond_rank);
     last = calloc(nt ? nt : 1, sizeof *last);
-    if (!ix->start || !ix->hull || !ix->must || !ix->cond_ops_prefix || !last)
+    if (!ix->start || !ix->hull || !ix->must || !ix->cond_bits || !ix->cond_rank || !last)
         goto fail;
 
     /* Count, then fill: a CSR layout keeps each root's accesses contiguous and sorted. */
@@ -78,10 +81,13 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     if (!cursor)
         goto fail;
     memcpy(cursor, ix->start, (nt ? nt : 1) * sizeof *cursor);
-    ix->cond_ops_prefix[0] = 0;
+    uint32_t n_cond = 0;
     for (uint32_t o = 0; o < no; o++) {
         uint8_t cond = op_x(p, &p->ops[o])->n_cond ? ACC_COND : 0;
-        ix->cond_ops_prefix[o + 1] = ix->cond_ops_prefix[o] + (cond ? 1 : 0);
+        if (cond) {
+            ix->cond_bits[o / 64] |= UINT64_C(1) << (o % 64);
+            n_cond++;
+        }
         FOR_EACH_ROOT_ACCESS(p, o, r, bit, {
             if (last[r] != o + 1) {
                 last[r] = o + 1;
@@ -95,13 +101,15 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     }
     free(cursor);
     cursor = NULL;
-    ix->cond_ops =
-        malloc((ix->cond_ops_prefix[no] ? ix->cond_ops_prefix[no] : 1) * sizeof *ix->cond_ops);
+    ix->cond_ops = malloc((n_cond ? n_cond : 1) * sizeof *ix->cond_ops);
     if (!ix->cond_ops)
         goto fail;
-    for (uint32_t o = 0; o < no; o++)
-        if (op_x(p, &p->ops[o])->n_cond)
-            ix->cond_ops[ix->cond_ops_prefix[o]] = o;
+    n_cond = 0;
+    for (size_t w = 0; w < n_words; w++) {
+        ix->cond_rank[w] = n_cond;
+        for (uint64_t bits = ix->cond_bits[w]; bits; bits &= bits - 1)
+            ix->cond_ops[n_cond++] = (uint32_t)(64 * w + (size_t)__builtin_ctzll(bits));
+    }
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
      * whenever they could be, so the hull contains every path's lifetime). */
@@ -242,7 +250,8 @@ void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, in
         hi = (int32_t)p->n_ops - 1;
     if (lo > hi)
         return;
-    for (uint32_t k = ix->cond_ops_prefix[lo]; k < ix->cond_ops_prefix[hi + 1]; k++) {
+    uint32_t end = cond_ops_before(ix, (uint32_t)hi + 1);
+    for (uint32_t k = cond_ops_before(ix, (uint32_t)lo); k < end; k++) {
         if (s->n >= IF_SET_SATURATED)
             return;
         if_set_add_op(s, p, ix->cond_ops[k]);

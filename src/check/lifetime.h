@@ -46,9 +46,20 @@ typedef struct access_index {
     life *hull;      /* per root: union of its lifetimes over all paths (loop rule included
                         conservatively: every loop it touches is assumed carried) */
     life *must;      /* per root: span of its unconditional accesses and flags */
-    uint32_t *cond_ops_prefix; /* n_ops + 1: number of conditional ops before each step */
-    uint32_t *cond_ops;        /* the conditional ops in step order (cond_ops_prefix[n_ops]) */
+    /* The conditional ops: a bit per step, and per word of 64 steps how many are before it,
+     * so that counting those before a step is a word lookup and a popcount (0.2 bytes per
+     * op instead of a 4-byte prefix count). */
+    uint64_t *cond_bits; /* n_ops / 64 + 1 words */
+    uint32_t *cond_rank;
+    uint32_t *cond_ops; /* the conditional ops in step order */
 } access_index;
+
+/* How many conditional ops are before step `step` (0 .. n_ops). */
+static inline uint32_t cond_ops_before(const access_index *ix, uint32_t step)
+{
+    uint64_t below = ix->cond_bits[step / 64] & ((UINT64_C(1) << (step % 64)) - 1);
+    return ix->cond_rank[step / 64] + (uint32_t)__builtin_popcountll(below);
+}
 
 /* Builds the index for a finalized plan. 0 on success, -1 when out of memory (the index is
  * then freed). */
