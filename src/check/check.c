@@ -1156,6 +1156,7 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
         access_index_build(&c.ix, p) != 0 || order_init(&c.oc, p, &c.ix) != 0 ||
         collect_decls(&c) != 0)
         goto out;
+    c.ps.ix = &c.ix;
     /* A root with no conditional access has one lifetime on every path: make its hull that
      * lifetime (the tenant chains rely on it being exact), and with no branches at all
      * every hull becomes exact, so the sweep offers only pairs that truly collide. */

@@ -14,6 +14,9 @@ void access_index_free(access_index *ix)
     free(ix->cond_bits);
     free(ix->cond_rank);
     free(ix->cond_ops);
+    free(ix->cond_if_start);
+    free(ix->cond_ifs);
+    free(ix->cond_arms);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -110,6 +113,28 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
         for (uint64_t bits = ix->cond_bits[w]; bits; bits &= bits - 1)
             ix->cond_ops[n_cond++] = (uint32_t)(64 * w + (size_t)__builtin_ctzll(bits));
     }
+    ix->cond_if_start = malloc((n_cond + 1) * sizeof *ix->cond_if_start);
+    if (!ix->cond_if_start)
+        goto fail;
+    size_t n_ifs = 0;
+    for (uint32_t k = 0; k < n_cond; k++) {
+        ix->cond_if_start[k] = (uint32_t)n_ifs;
+        n_ifs += op_x(p, &p->ops[ix->cond_ops[k]])->n_cond;
+    }
+    if (n_ifs > UINT32_MAX)
+        goto fail;
+    ix->cond_if_start[n_cond] = (uint32_t)n_ifs;
+    ix->cond_ifs = malloc((n_ifs ? n_ifs : 1) * sizeof *ix->cond_ifs);
+    ix->cond_arms = malloc((n_ifs ? n_ifs : 1) * sizeof *ix->cond_arms);
+    if (!ix->cond_ifs || !ix->cond_arms)
+        goto fail;
+    for (uint32_t k = 0; k < n_cond; k++) {
+        const op_extra *x = op_x(p, &p->ops[ix->cond_ops[k]]);
+        for (uint32_t c = 0; c < x->n_cond; c++) {
+            ix->cond_ifs[ix->cond_if_start[k] + c] = p->id_pool.v[x->cond_start + 2 * c];
+            ix->cond_arms[ix->cond_if_start[k] + c] = p->id_pool.v[x->cond_start + 2 * c + 1];
+        }
+    }
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
      * whenever they could be, so the hull contains every path's lifetime). */
@@ -183,6 +208,16 @@ bool op_runs(const path_state *ps, uint32_t op)
 {
     if (ps->all_run)
         return true;
+    const access_index *ix = ps->ix;
+    if (ix) {
+        if (!((ix->cond_bits[op / 64] >> (op % 64)) & 1))
+            return true; /* no condition */
+        uint32_t k = cond_ops_before(ix, op);
+        for (uint32_t c = ix->cond_if_start[k]; c < ix->cond_if_start[k + 1]; c++)
+            if (ps->arm[ix->cond_ifs[c]] != ix->cond_arms[c])
+                return false;
+        return true;
+    }
     const tlsan_plan *p = ps->plan;
     const op_extra *o = op_x(p, &p->ops[op]);
     for (uint32_t k = 0; k < o->n_cond; k++) {
@@ -234,11 +269,23 @@ void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op)
     }
 }
 
+void if_set_add_cond(if_set *s, const access_index *ix, uint32_t k)
+{
+    for (uint32_t c = ix->cond_if_start[k]; c < ix->cond_if_start[k + 1]; c++) {
+        uint32_t f = ix->cond_ifs[c];
+        if (s->stamp[f] != s->gen) {
+            s->stamp[f] = s->gen;
+            s->ifs[s->n++] = f;
+        }
+    }
+}
+
 void if_set_add_root(if_set *s, const tlsan_plan *p, const access_index *ix, uint32_t root)
 {
+    (void)p;
     for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++)
-        if (ix->rw[a] & ACC_RELEVANT)
-            if_set_add_op(s, p, ix->op[a]);
+        if (ix->rw[a] & ACC_RELEVANT) /* a relevant access is conditional */
+            if_set_add_cond(s, ix, cond_ops_before(ix, ix->op[a]));
 }
 
 void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, int32_t lo,
@@ -254,7 +301,7 @@ void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, in
     for (uint32_t k = cond_ops_before(ix, (uint32_t)lo); k < end; k++) {
         if (s->n >= IF_SET_SATURATED)
             return;
-        if_set_add_op(s, p, ix->cond_ops[k]);
+        if_set_add_cond(s, ix, k);
     }
 }
 

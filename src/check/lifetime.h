@@ -52,6 +52,12 @@ typedef struct access_index {
     uint64_t *cond_bits; /* n_ops / 64 + 1 words */
     uint32_t *cond_rank;
     uint32_t *cond_ops; /* the conditional ops in step order */
+    /* Per conditional op k (in that order), its conditions: if cond_ifs[c] takes arm
+     * cond_arms[c] for c in cond_if_start[k] .. cond_if_start[k+1]-1, contiguous, so that
+     * collecting the ifs of a range of steps, or asking whether an op runs, does not visit
+     * the op records. */
+    uint32_t *cond_if_start;
+    uint32_t *cond_ifs, *cond_arms;
 } access_index;
 
 /* How many conditional ops are before step `step` (0 .. n_ops). */
@@ -69,9 +75,10 @@ void access_index_free(access_index *ix);
 /* Which arm each `if` takes on the path being judged. */
 typedef struct path_state {
     const tlsan_plan *plan;
-    uint32_t *arm; /* per if: the current arm; only the enumerated ifs are meaningful */
-    bool all_run;  /* approximation: every op runs and every loop a root touches is carried,
-                      so each lifetime contains the lifetime of every path */
+    const access_index *ix; /* the plan's index, when built (op_runs() reads it), or NULL */
+    uint32_t *arm;          /* per if: the current arm; only the enumerated ifs are meaningful */
+    bool all_run; /* approximation: every op runs and every loop a root touches is carried,
+                     so each lifetime contains the lifetime of every path */
 } path_state;
 
 /* True when op `op` runs on the path: each of its conditions names the current arm. */
@@ -90,6 +97,8 @@ void if_set_free(if_set *s);
 void if_set_clear(if_set *s);
 /* Adds the ifs of op's conditions. */
 void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op);
+/* Adds the ifs of conditional op k (the k-th of ix->cond_ops). */
+void if_set_add_cond(if_set *s, const access_index *ix, uint32_t k);
 /* Adds the ifs of the relevant (path-dependent) accesses of a root. */
 void if_set_add_root(if_set *s, const tlsan_plan *p, const access_index *ix, uint32_t root);
 /* Adds the ifs of every conditional op in steps lo..hi, in step order, stopping once the

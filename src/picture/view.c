@@ -199,7 +199,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
     m->plan_index = plan_index;
     access_index ix = {0};
     if_set set = {0};
-    path_state ps = {p, NULL, false};
+    path_state ps = {.plan = p};
     life *lives = NULL;
     size_t n_t = p->n_tensors ? p->n_tensors : 1;
     bool have_ix = false, have_set = false;
