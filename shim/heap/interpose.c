@@ -1032,6 +1032,15 @@ static inline unsigned new_delegates(int array, enum new_form form)
     return nothrow ? scalar : 0;
 }
 
+/* The family a delete form frees as: its own, unless the program replaced a form of
+ * operator new its blocks come from (`news`, DBIT): those then come from the program's
+ * operator, through malloc (which the default delete pairs with, glibc's free natively), and
+ * are malloc's to the shim, not a mismatch. */
+static inline unsigned delete_family(unsigned family, unsigned news)
+{
+    return UNLIKELY(replaced_any(news)) ? HEAP_FAMILY_MALLOC : family;
+}
+
 /* The next definition's answer, as the program's replacement makes it (its block is its
  * own: no family set). */
 __attribute__((noinline)) static void *new_delegated(int array, enum new_form form, size_t n,
@@ -1140,7 +1149,7 @@ EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const vo
 
 EXPORT void _ZdlPv(void *p)
 {
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPv(void *p)
@@ -1153,7 +1162,7 @@ EXPORT void _ZdaPv(void *p)
             return;
         }
     }
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvm(void *p, size_t n)
@@ -1167,7 +1176,7 @@ EXPORT void _ZdlPvm(void *p, size_t n)
         }
     }
     (void)n;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPvm(void *p, size_t n)
@@ -1181,13 +1190,13 @@ EXPORT void _ZdaPvm(void *p, size_t n)
         }
     }
     (void)n;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
 {
     (void)align;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
@@ -1201,7 +1210,8 @@ EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
         }
     }
     (void)align;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
@@ -1215,7 +1225,7 @@ EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
         }
     }
     (void)n, (void)align;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
@@ -1229,7 +1239,8 @@ EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
         }
     }
     (void)n, (void)align;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
@@ -1243,7 +1254,7 @@ EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
         }
     }
     (void)tag;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
@@ -1257,7 +1268,7 @@ EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
         }
     }
     (void)tag;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
@@ -1271,7 +1282,7 @@ EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const voi
         }
     }
     (void)align, (void)tag;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
@@ -1285,5 +1296,6 @@ EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const voi
         }
     }
     (void)align, (void)tag;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }

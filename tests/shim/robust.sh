@@ -77,6 +77,18 @@ for opts in "trace=0" "trace=0:sample_rate=1"; do
     expect_eq "$out" "$native" "cxx-pool ($opts): as natively"
     expect_eq "$err" "" "cxx-pool ($opts): no report"
 done
+# Only operator new replaced, over malloc: the default delete, new[] and delete[] pair with
+# it, and a block of it released by delete is no alloc-dealloc-mismatch (it was, malloc vs
+# operator delete: a finding, exit 1).
+shim_prog prog_cxx_newonly
+native=$("$prog" 2>&1)
+expect_eq "$native" "prog_cxx_newonly: 100 strings, news counted" "cxx-newonly natively"
+for opts in "trace=0" "trace=0:sample_rate=1"; do
+    run "$opts" "$prog"
+    expect_rc 0 "cxx-newonly ($opts)"
+    expect_eq "$out" "$native" "cxx-newonly ($opts): as natively"
+    expect_eq "$err" "" "cxx-newonly ($opts): no report"
+done
 prog=$progs/prog_robust
 
 # A large block made read-only, then freed: natively glibc unmaps it without a write; the
