@@ -9,9 +9,8 @@
  *   quick    a little of everything (for Valgrind and ASan runs)
  *   churn    1 MiB blocks freed and allocated keeping 100 live, then many small ones; prints
  *            how many allocations failed (for a run under ulimit -v)
- *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, and asks the
- *            usable size of a block of its own and reallocs it, while the main thread (and,
- *            with N = 2, an idle second thread) allocates and frees
+ *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, while the main
+ *            thread (and, with N = 2, an idle second thread) allocates and frees
  *   closefd FILE  annotates once (so the trace is open), closes every fd from 3 up, opens
  *            FILE, puts it on every number up to 2047 (as a program's later opens could),
  *            writes 16 KiB to it, annotates enough to grow a trace past 1 MiB, then frees a
@@ -443,10 +442,6 @@ static void mode_churn(void)
 /* ---- signals ---- */
 
 static volatile sig_atomic_t g_hits;
-static volatile sig_atomic_t g_bad_size;
-static unsigned char *volatile g_own; /* the handler's own block, resized by it */
-static volatile size_t g_own_size;
-static pthread_t g_main;
 
 static void on_alarm(int sig)
 {
@@ -456,22 +451,6 @@ static void on_alarm(int sig)
         memset(p, 1, 64);
     free(p);
     g_hits++;
-    /* A block of its own asked about and resized (sampled under sample_rate=1, whose pool's
-     * lock the interrupted thread may hold), on the main thread only: with two threads two
-     * handlers may run at once. */
-    if (!pthread_equal(pthread_self(), g_main))
-        return;
-    if (malloc_usable_size(g_own) < g_own_size)
-        g_bad_size = 1;
-    if (g_hits % 64)
-        return; /* the usable size on every call; a realloc (two page protections when
-                   sampled) on some, or the handler would outlast the timer's period */
-    size_t n = g_hits & 64 ? 100 : 200;
-    unsigned char *q = realloc(g_own, n);
-    if (q) {
-        g_own = q;
-        g_own_size = n;
-    }
 }
 
 static void *idle_main(void *arg)
@@ -486,9 +465,6 @@ static void mode_signals(int threads)
     pthread_t idle;
     if (threads > 1)
         pthread_create(&idle, NULL, idle_main, NULL);
-    g_main = pthread_self();
-    g_own = malloc(g_own_size = 64);
-    CHECK(g_own, "malloc");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
@@ -510,9 +486,7 @@ static void mode_signals(int threads)
     g_stop = 1;
     if (threads > 1)
         pthread_join(idle, NULL);
-    free(g_own);
     CHECK(g_hits > 0, "no SIGALRM handled");
-    CHECK(!g_bad_size, "malloc_usable_size in the handler below the block's size");
     if (!failures)
         printf("signals ok\n");
 }

@@ -159,9 +159,7 @@ done
 # end of the section; entered while the thread is inside glibc's malloc (called by the
 # shim), it does not enter glibc again (the quarantine makes glibc's slow paths, so that
 # window, far more frequent than natively): the block comes from the bootstrap buffer.
-# sample_rate=1: the handler's block is sampled, and asking its usable size while the thread
-# held the pool's lock once spun for ever.
-for opts in trace=0 trace=0:quarantine_mb=0 trace=0:sample_rate=1; do
+for opts in trace=0 trace=0:quarantine_mb=0; do
     for threads in 1 2; do
         TLSAN_OPTIONS=$opts LD_PRELOAD="$shim" timeout 120 "$prog" signals "$threads" \
             >"$tmp/out" 2>"$tmp/err"
