@@ -49,9 +49,8 @@ typedef struct checker {
     uint32_t *seg;        /* scratch of check_segment(): SEG_ARRAYS arrays of cap_seg entries */
     uint8_t *unproven;    /* per root: not proven ordered after every earlier tenant of its
                              bytes by the clock sweep; NULL when there was none */
-    uint32_t *done;       /* with unproven: per root and chain, order_done() */
+    uint32_t *done;       /* with unproven: one root's order_done() per chain */
     uint32_t *seg_max;    /* with unproven: check_segment_clocks()'s range-max trees */
-    uint32_t *seg_seen;   /* with unproven: per root, the stamp of the question that found it */
     uint32_t seg_gen;     /* the stamp of the current question */
     size_t cap_seg_max;
     size_t cap_seg;
@@ -461,13 +460,13 @@ static int collect_decls(checker *c)
 {
     const tlsan_plan *p = c->p;
     size_t n = 0;
-    for (uint32_t o = 0; o < p->n_ops; o++)
-        n += p->ops[o].n_inplace;
+    for (uint32_t x = 0; x < p->n_op_extras; x++)
+        n += p->op_extras[x].n_inplace;
     c->decls = malloc((n ? n : 1) * sizeof *c->decls);
     if (!c->decls)
         return -1;
-    for (uint32_t o = 0; o < p->n_ops; o++) {
-        const op_rec *r = &p->ops[o];
+    for (uint32_t o = 0; o < p->n_ops && n; o++) {
+        const op_extra *r = op_x(p, &p->ops[o]);
         for (uint32_t k = 0; k < r->n_inplace; k++) {
             uint32_t out = p->id_pool.v[r->inplace_start + 2 * k];
             uint32_t in = p->id_pool.v[r->inplace_start + 2 * k + 1];
@@ -550,7 +549,7 @@ static bool inplace_excused(const checker *c, size_t d0, size_t nd, uint32_t a, 
         /* Under the union of paths the exception must hold on every path: with the op
          * always running and the union lifetimes meeting at it, any path's overlap is
          * that one step. */
-        if (c->ps.all_run && p->ops[d->op].n_cond)
+        if (c->ps.all_run && op_x(p, &p->ops[d->op])->n_cond)
             continue;
         life lin = in->root == a ? la : lb;
         life lout = out->root == a ? la : lb;
@@ -580,7 +579,7 @@ static void inplace_why(const checker *c, const inplace_decl *d, uint32_t a, lif
     else if ((wide = wider_read(p, k, out, in)) != NO_INDEX)
         snprintf(buf, n, "op '%s' reads bytes of '%s' through '%s', which is not '%s'", kn, on,
                  tname(p, wide), inn);
-    else if (c->ps.all_run && k->n_cond)
+    else if (c->ps.all_run && op_x(p, k)->n_cond)
         snprintf(buf, n, "op '%s' is conditional and the paths were too many to tell", kn);
     else if (!op_runs(&c->ps, d->op))
         snprintf(buf, n, "op '%s' does not run on this path", kn);
@@ -920,7 +919,9 @@ static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *
     size_t leaves = 1;
     while (leaves < m)
         leaves *= 2;
-    size_t need = 2 * leaves * width + leaves; /* the trees, then the positions found */
+    /* the trees, then the positions found, then per position the stamp of the question
+     * that found it */
+    size_t need = 2 * leaves * width + 2 * leaves;
     if (need > c->cap_seg_max) {
         uint32_t *grown = realloc(c->seg_max, need * sizeof *grown);
         if (!grown)
@@ -929,12 +930,14 @@ static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *
         c->cap_seg_max = need;
     }
     memset(c->seg_max, 0, 2 * leaves * width * sizeof *c->seg_max);
-    uint32_t *found = c->seg_max + 2 * leaves * width;
+    uint32_t *found = c->seg_max + 2 * leaves * width, *seen = found + leaves;
+    memset(seen, 0, leaves * sizeof *seen);
+    c->seg_gen = 0;
     for (size_t k = 0; k < m; k++) {
         uint32_t l = r[k];
         uint32_t lf = c->unproven[l] ? first_access(c, l) : NO_INDEX;
         if (lf != NO_INDEX && ++c->seg_gen == 0) {
-            memset(c->seg_seen, 0, c->p->n_tensors * sizeof *c->seg_seen);
+            memset(seen, 0, leaves * sizeof *seen);
             c->seg_gen = 1;
         }
         for (uint32_t ch = 0; lf != NO_INDEX && ch < width; ch++) {
@@ -942,9 +945,9 @@ static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *
             size_t n = tree_above(t, leaves, 1, order_clock(&c->oc, lf, ch), found, 0);
             for (size_t i = 0; i < n; i++) {
                 uint32_t e = r[found[i]];
-                if (c->seg_seen[e] == c->seg_gen)
+                if (seen[found[i]] == c->seg_gen)
                     continue; /* found on an earlier chain */
-                c->seg_seen[e] = c->seg_gen;
+                seen[found[i]] = c->seg_gen;
                 if (h[e].last < h[l].first) {
                     int rc = ask_pair(c, seg_start, e, l);
                     if (rc)
@@ -952,9 +955,10 @@ static int check_segment_clocks(checker *c, uint64_t seg_start, const uint32_t *
                 }
             }
         }
+        order_done_all(&c->oc, l, c->done);
         for (uint32_t ch = 0; ch < width; ch++) {
             uint32_t *t = c->seg_max + 2 * leaves * ch;
-            uint32_t d = c->done[(size_t)l * width + ch];
+            uint32_t d = c->done[ch];
             for (size_t x = leaves + k; x >= 1 && t[x] < d; x /= 2)
                 t[x] = d;
         }
@@ -1105,15 +1109,9 @@ static int check_reuse_order(checker *c)
             any = c->unproven[t] != 0;
         if (!any)
             return 0;
-        size_t width = c->oc.width, n = p->n_tensors;
-        c->done = malloc(n * width * sizeof *c->done);
-        c->seg_seen = calloc(n, sizeof *c->seg_seen);
-        if (!c->done || !c->seg_seen)
+        c->done = malloc((c->oc.width ? c->oc.width : 1) * sizeof *c->done);
+        if (!c->done)
             return -1;
-        for (uint32_t t = 0; t < n; t++)
-            for (uint32_t ch = 0; ch < width; ch++)
-                c->done[(size_t)t * width + ch] =
-                    p->tensors[t].root == t ? order_done(&c->oc, t, ch) : 0;
     }
     return overlap_segments(p, &c->ix, check_segment, c);
 }
@@ -1133,7 +1131,6 @@ static void checker_free(checker *c)
     free(c->unproven);
     free(c->done);
     free(c->seg_max);
-    free(c->seg_seen);
     view_access_free(&c->views);
 }
 

@@ -80,7 +80,7 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     memcpy(cursor, ix->start, (nt ? nt : 1) * sizeof *cursor);
     ix->cond_ops_prefix[0] = 0;
     for (uint32_t o = 0; o < no; o++) {
-        uint8_t cond = p->ops[o].n_cond ? ACC_COND : 0;
+        uint8_t cond = op_x(p, &p->ops[o])->n_cond ? ACC_COND : 0;
         ix->cond_ops_prefix[o + 1] = ix->cond_ops_prefix[o] + (cond ? 1 : 0);
         FOR_EACH_ROOT_ACCESS(p, o, r, bit, {
             if (last[r] != o + 1) {
@@ -100,7 +100,7 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     if (!ix->cond_ops)
         goto fail;
     for (uint32_t o = 0; o < no; o++)
-        if (p->ops[o].n_cond)
+        if (op_x(p, &p->ops[o])->n_cond)
             ix->cond_ops[ix->cond_ops_prefix[o]] = o;
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
@@ -176,7 +176,7 @@ bool op_runs(const path_state *ps, uint32_t op)
     if (ps->all_run)
         return true;
     const tlsan_plan *p = ps->plan;
-    const op_rec *o = &p->ops[op];
+    const op_extra *o = op_x(p, &p->ops[op]);
     for (uint32_t k = 0; k < o->n_cond; k++) {
         const uint32_t *c = &p->id_pool.v[o->cond_start + 2 * k];
         if (ps->arm[c[0]] != c[1])
@@ -216,7 +216,7 @@ void if_set_clear(if_set *s)
 
 void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op)
 {
-    const op_rec *o = &p->ops[op];
+    const op_extra *o = op_x(p, &p->ops[op]);
     for (uint32_t k = 0; k < o->n_cond; k++) {
         uint32_t f = p->id_pool.v[o->cond_start + 2 * k];
         if (s->stamp[f] != s->gen) {

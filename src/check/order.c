@@ -4,20 +4,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-void order_free(order_ctx *oc)
+static void free_walk_tables(order_ctx *oc)
 {
     free(oc->prev_same_stream);
-    free(oc->prev_record);
-    free(oc->last_record_before);
+    free(oc->event_link);
     free(oc->prev_sync);
     free(oc->visited);
     free(oc->stack);
-    free(oc->vc);
-    free(oc->seq);
-    free(oc->chain);
     free(oc->prev_write);
+    oc->prev_same_stream = oc->event_link = oc->prev_sync = oc->visited = oc->stack = NULL;
+    oc->prev_write = NULL;
+}
+
+void order_free(order_ctx *oc)
+{
+    free_walk_tables(oc);
+    free(oc->vc);
+    free(oc->chain_own);
     free(oc->breaks_prefix);
     memset(oc, 0, sizeof *oc);
+}
+
+/* Position of op x in its chain (counting from 1). */
+static inline uint32_t seq_of(const order_ctx *oc, uint32_t x)
+{
+    return oc->vc[(size_t)x * oc->width + oc->chain[x]];
+}
+
+static inline uint32_t prev_sync_of(const order_ctx *oc, uint32_t x)
+{
+    return oc->prev_sync ? oc->prev_sync[x] : NO_INDEX;
 }
 
 static int build_clocks(order_ctx *oc);
@@ -33,6 +49,8 @@ static int build_breaks(order_ctx *oc)
 {
     const tlsan_plan *p = oc->plan;
     size_t n = p->n_ops;
+    if (p->n_ifs == 0)
+        return 0; /* no conditional op */
     uint8_t *target = calloc(n ? n : 1, 1);
     oc->breaks_prefix = malloc((n + 1) * sizeof *oc->breaks_prefix);
     if (!target || !oc->breaks_prefix) {
@@ -40,16 +58,21 @@ static int build_breaks(order_ctx *oc)
         return -1;
     }
     for (size_t o = 0; o < n; o++)
-        for (uint32_t k = 0; k < p->ops[o].n_after; k++)
-            target[p->id_pool.v[p->ops[o].after_start + k]] = 1;
+        for (uint32_t k = 0; k < op_x(p, &p->ops[o])->n_after; k++)
+            target[p->id_pool.v[op_x(p, &p->ops[o])->after_start + k]] = 1;
     oc->breaks_prefix[0] = 0;
     for (size_t o = 0; o < n; o++) {
         const op_rec *r = &p->ops[o];
+        const op_extra *x = op_x(p, r);
         bool neutral = p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && r->sync == TLSAN_SYNC_NONE &&
-                       r->n_after == 0 && !target[o];
-        oc->breaks_prefix[o + 1] = oc->breaks_prefix[o] + (r->n_cond && !neutral ? 1 : 0);
+                       x->n_after == 0 && !target[o];
+        oc->breaks_prefix[o + 1] = oc->breaks_prefix[o] + (x->n_cond && !neutral ? 1 : 0);
     }
     free(target);
+    if (oc->breaks_prefix[n] == 0) {
+        free(oc->breaks_prefix);
+        oc->breaks_prefix = NULL;
+    }
     return 0;
 }
 
@@ -65,14 +88,14 @@ int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
     size_t n_str = p->strings.n ? p->strings.n : 1;
     uint32_t *last_of_stream = malloc(n * sizeof *last_of_stream);
     uint32_t *last_record_of_event = malloc(n_str * sizeof *last_record_of_event);
+    bool any_sync = false;
+    for (uint32_t o = 0; o < p->n_ops && !any_sync; o++)
+        any_sync = p->ops[o].sync == TLSAN_SYNC_ALL;
     oc->prev_same_stream = malloc(n * sizeof(uint32_t));
-    oc->prev_record = malloc(n * sizeof(uint32_t));
-    oc->last_record_before = malloc(n * sizeof(uint32_t));
-    oc->prev_sync = malloc(n * sizeof(uint32_t));
-    oc->visited = calloc(n, sizeof(uint32_t));
-    oc->stack = malloc(n * sizeof(uint32_t));
-    if (!last_of_stream || !last_record_of_event || !oc->prev_same_stream || !oc->prev_record ||
-        !oc->last_record_before || !oc->prev_sync || !oc->visited || !oc->stack) {
+    oc->event_link = malloc(n * sizeof(uint32_t));
+    oc->prev_sync = any_sync ? malloc(n * sizeof(uint32_t)) : NULL;
+    if (!last_of_stream || !last_record_of_event || !oc->prev_same_stream || !oc->event_link ||
+        (any_sync && !oc->prev_sync)) {
         free(last_of_stream);
         free(last_record_of_event);
         order_free(oc);
@@ -88,13 +111,14 @@ int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
         uint32_t s = p->op_stream[o];
         oc->prev_same_stream[o] = last_of_stream[s];
         last_of_stream[s] = o;
-        oc->prev_sync[o] = last_sync;
-        oc->prev_record[o] = oc->last_record_before[o] = NO_INDEX;
+        if (oc->prev_sync)
+            oc->prev_sync[o] = last_sync;
+        oc->event_link[o] = NO_INDEX;
         if (r->sync == TLSAN_SYNC_RECORD) {
-            oc->prev_record[o] = last_record_of_event[r->event];
+            oc->event_link[o] = last_record_of_event[r->event];
             last_record_of_event[r->event] = o;
         } else if (r->sync == TLSAN_SYNC_WAIT) {
-            oc->last_record_before[o] = last_record_of_event[r->event];
+            oc->event_link[o] = last_record_of_event[r->event];
         } else if (r->sync == TLSAN_SYNC_ALL) {
             last_sync = o;
         }
@@ -102,7 +126,21 @@ int order_init(order_ctx *oc, const tlsan_plan *p, const access_index *ix)
     free(last_of_stream);
     free(last_record_of_event);
     oc->gen = 1;
-    return build_breaks(oc) == 0 && build_clocks(oc) == 0 ? 0 : (order_free(oc), -1);
+    if (build_breaks(oc) != 0 || build_clocks(oc) != 0)
+        goto nomem;
+    if (oc->vc && !oc->breaks_prefix) {
+        /* the clocks answer every question: no walk will need the edges */
+        free_walk_tables(oc);
+        return 0;
+    }
+    oc->visited = calloc(n, sizeof(uint32_t));
+    oc->stack = malloc(n * sizeof(uint32_t));
+    if (!oc->visited || !oc->stack)
+        goto nomem;
+    return 0;
+nomem:
+    order_free(oc);
+    return -1;
 }
 
 #define MAX_CLOCK_COUNTERS (1u << 24)
@@ -161,8 +199,8 @@ static void direct_preds(order_ctx *oc, uint32_t x, pred_fn fn, void *ctx)
     if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL) {
         if (oc->prev_same_stream[x] != NO_INDEX)
             fn(oc, x, oc->prev_same_stream[x], ctx);
-        if (o->sync == TLSAN_SYNC_WAIT && oc->last_record_before[x] != NO_INDEX)
-            fn(oc, x, oc->last_record_before[x], ctx);
+        if (o->sync == TLSAN_SYNC_WAIT && oc->event_link[x] != NO_INDEX)
+            fn(oc, x, oc->event_link[x], ctx);
     } else {
         for (uint32_t k = 0; k < o->n_reads + o->n_writes; k++) {
             uint32_t t = k < o->n_reads ? p->id_pool.v[o->reads_start + k]
@@ -177,9 +215,10 @@ static void direct_preds(order_ctx *oc, uint32_t x, pred_fn fn, void *ctx)
                     fn(oc, x, ix->op[a], ctx);
         }
     }
-    for (uint32_t k = 0; k < o->n_after; k++)
-        fn(oc, x, p->id_pool.v[o->after_start + k], ctx);
-    uint32_t s = oc->prev_sync[x];
+    const op_extra *ox = op_x(p, o);
+    for (uint32_t k = 0; k < ox->n_after; k++)
+        fn(oc, x, p->id_pool.v[ox->after_start + k], ctx);
+    uint32_t s = prev_sync_of(oc, x);
     if (s != NO_INDEX)
         fn(oc, x, s, ctx);
     if (o->sync == TLSAN_SYNC_ALL)
@@ -191,9 +230,9 @@ static void direct_preds(order_ctx *oc, uint32_t x, pred_fn fn, void *ctx)
 static void extend_chain(order_ctx *oc, uint32_t x, uint32_t pred, void *ctx)
 {
     uint32_t *tail = ctx;
-    uint32_t c = oc->chain[pred];
-    if (oc->chain[x] == NO_INDEX && tail[c] == pred) {
-        oc->chain[x] = c;
+    uint32_t c = oc->chain_own[pred];
+    if (oc->chain_own[x] == NO_INDEX && tail[c] == pred) {
+        oc->chain_own[x] = c;
         tail[c] = x;
     }
 }
@@ -214,33 +253,33 @@ static int build_clocks(order_ctx *oc)
         return -1;
     if (n == 0)
         return 0;
-    oc->chain = malloc((size_t)n * sizeof *oc->chain);
-    oc->seq = malloc((size_t)n * sizeof *oc->seq);
     uint32_t *len = NULL;
-    if (!oc->chain || !oc->seq)
-        goto nomem;
     if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL) {
-        memcpy(oc->chain, p->op_stream, (size_t)n * sizeof *oc->chain);
+        oc->chain = p->op_stream;
         oc->width = p->n_streams;
     } else {
+        oc->chain_own = malloc((size_t)n * sizeof *oc->chain_own);
         uint32_t *tail = malloc((size_t)n * sizeof *tail); /* per chain: its last op */
-        if (!tail)
+        if (!oc->chain_own || !tail) {
+            free(tail);
             goto nomem;
+        }
         oc->width = 0;
         for (uint32_t x = 0; x < n; x++) {
-            oc->chain[x] = NO_INDEX;
+            oc->chain_own[x] = NO_INDEX;
             direct_preds(oc, x, extend_chain, tail);
-            if (oc->chain[x] == NO_INDEX) {
-                oc->chain[x] = oc->width;
+            if (oc->chain_own[x] == NO_INDEX) {
+                oc->chain_own[x] = oc->width;
                 tail[oc->width++] = x;
             }
         }
         free(tail);
+        oc->chain = oc->chain_own;
     }
     if ((uint64_t)n * oc->width > MAX_CLOCK_COUNTERS) {
-        free(oc->chain);
-        free(oc->seq);
-        oc->chain = oc->seq = NULL;
+        free(oc->chain_own);
+        oc->chain_own = NULL;
+        oc->chain = NULL;
         return 0;
     }
     oc->vc = calloc((size_t)n * oc->width, sizeof *oc->vc);
@@ -249,7 +288,7 @@ static int build_clocks(order_ctx *oc)
         goto nomem;
     for (uint32_t x = 0; x < n; x++) {
         direct_preds(oc, x, join_pred, NULL);
-        oc->seq[x] = oc->vc[(size_t)x * oc->width + oc->chain[x]] = ++len[oc->chain[x]];
+        oc->vc[(size_t)x * oc->width + oc->chain[x]] = ++len[oc->chain[x]];
     }
     free(len);
     return 0;
@@ -269,7 +308,7 @@ typedef struct walk {
  * for every path at once (ps NULL), only when it has no branch condition. */
 static bool expands(const walk *w, uint32_t y)
 {
-    return w->ps ? op_runs(w->ps, y) : w->oc->plan->ops[y].n_cond == 0;
+    return w->ps ? op_runs(w->ps, y) : op_x(w->oc->plan, &w->oc->plan->ops[y])->n_cond == 0;
 }
 
 /* Records that y happens before an op already reached. On one path y must run; for every
@@ -357,11 +396,11 @@ static void sequential_preds(walk *w, uint32_t x)
     if (o->sync != TLSAN_SYNC_WAIT)
         return;
     if (w->ps) {
-        reach(w, first_running(w, oc->prev_record, oc->last_record_before[x]));
+        reach(w, first_running(w, oc->event_link, oc->event_link[x]));
     } else {
         /* Every path at once: only the latest record is sure to be the one paired with
          * this wait whenever it runs; an earlier one may be displaced by it. */
-        reach(w, oc->last_record_before[x]);
+        reach(w, oc->event_link[x]);
     }
 }
 
@@ -375,7 +414,8 @@ static bool walk_back(order_ctx *oc, const path_state *ps, uint32_t early, uint3
  * order restricted to them, on every path. */
 static bool clocks_answer(const order_ctx *oc, uint32_t lo, uint32_t late_first)
 {
-    return oc->vc && oc->breaks_prefix[late_first + 1] == oc->breaks_prefix[lo];
+    return oc->vc &&
+           (!oc->breaks_prefix || oc->breaks_prefix[late_first + 1] == oc->breaks_prefix[lo]);
 }
 
 /* The clock query: every access of `early` before late_first that runs on the path of ps
@@ -389,7 +429,7 @@ static bool clocks_order(const order_ctx *oc, const path_state *ps, uint32_t ear
         uint32_t y = ix->op[a];
         if (ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
             continue;
-        if (v[oc->chain[y]] < oc->seq[y]) {
+        if (v[oc->chain[y]] < seq_of(oc, y)) {
             *bad_op = y;
             return false;
         }
@@ -435,11 +475,12 @@ static void walk_from(order_ctx *oc, const path_state *ps, uint32_t lo, uint32_t
             dataflow_preds(&w, x);
         else
             sequential_preds(&w, x);
-        for (uint32_t k = 0; k < o->n_after; k++)
-            reach(&w, p->id_pool.v[o->after_start + k]);
+        const op_extra *ox = op_x(p, o);
+        for (uint32_t k = 0; k < ox->n_after; k++)
+            reach(&w, p->id_pool.v[ox->after_start + k]);
         /* sync joins everything: the latest sync before x precedes it, and a sync is
          * preceded by every op since the sync before it. */
-        uint32_t s = first_running(&w, oc->prev_sync, oc->prev_sync[x]);
+        uint32_t s = first_running(&w, oc->prev_sync, prev_sync_of(oc, x));
         reach(&w, s);
         if (o->sync == TLSAN_SYNC_ALL) {
             uint32_t from = s == NO_INDEX || s < w.lo ? w.lo : s;
@@ -482,7 +523,7 @@ bool order_op_before(order_ctx *oc, const path_state *ps, uint32_t y, uint32_t x
     if (y >= x)
         return false;
     if (clocks_answer(oc, y, x))
-        return oc->vc[(size_t)x * oc->width + oc->chain[y]] >= oc->seq[y];
+        return oc->vc[(size_t)x * oc->width + oc->chain[y]] >= seq_of(oc, y);
     walk_from(oc, ps, y, x);
     return oc->visited[y] == oc->memo_gen;
 }
@@ -499,7 +540,7 @@ bool order_forces_all_paths(order_ctx *oc, uint32_t early, uint32_t late_first, 
 
 bool order_clocks_total(const order_ctx *oc)
 {
-    return !oc->total && oc->vc && oc->breaks_prefix[oc->plan->n_ops] == 0;
+    return !oc->total && oc->vc && !oc->breaks_prefix;
 }
 
 uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain)
@@ -508,10 +549,21 @@ uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain)
     uint32_t d = 0;
     for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++) {
         uint32_t y = ix->op[a];
-        if (oc->chain[y] == chain && oc->seq[y] > d)
-            d = oc->seq[y];
+        if (oc->chain[y] == chain && seq_of(oc, y) > d)
+            d = seq_of(oc, y);
     }
     return d;
+}
+
+void order_done_all(const order_ctx *oc, uint32_t root, uint32_t *done)
+{
+    const access_index *ix = oc->ix;
+    memset(done, 0, oc->width * sizeof *done);
+    for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++) {
+        uint32_t y = ix->op[a], s = seq_of(oc, y);
+        if (s > done[oc->chain[y]])
+            done[oc->chain[y]] = s;
+    }
 }
 
 size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint32_t late_first,
@@ -531,7 +583,7 @@ size_t order_unordered(order_ctx *oc, const path_state *ps, uint32_t early, uint
         uint32_t y = ix->op[a];
         if (!clocks && ps && (ix->rw[a] & ACC_COND) && !op_runs(ps, y))
             continue;
-        bool before = clocks ? v[oc->chain[y]] >= oc->seq[y] : oc->visited[y] == oc->memo_gen;
+        bool before = clocks ? v[oc->chain[y]] >= seq_of(oc, y) : oc->visited[y] == oc->memo_gen;
         if (before)
             continue;
         if (n < max)

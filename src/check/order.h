@@ -28,12 +28,15 @@
 typedef struct order_ctx {
     const tlsan_plan *plan;
     const access_index *ix;
-    bool total;                   /* sequential with at most one stream: list order is the order */
-    uint32_t *prev_same_stream;   /* per op: previous op on its stream, NO_INDEX if none */
-    uint32_t *prev_record;        /* per record op: previous record of its event */
-    uint32_t *last_record_before; /* per wait op: latest record of its event listed before it */
-    uint32_t *prev_sync;          /* per op: latest sync op listed before it */
-    uint32_t *visited;            /* per op: stamp of the query that reached it */
+    bool total; /* sequential with at most one stream: list order is the order */
+    /* The graph's edges and the walks' state, per op. Only kept when some question may walk
+     * the graph (no clocks, or a conditional op that breaks them): else they are freed once
+     * the clocks are built, which leaves 4 bytes per op and chain. */
+    uint32_t *prev_same_stream; /* previous op on its stream, NO_INDEX if none */
+    uint32_t *event_link;       /* a record: the previous record of its event; a wait: the latest
+                                   record of its event listed before it; else NO_INDEX */
+    uint32_t *prev_sync;        /* latest sync op listed before it; NULL when the plan has none */
+    uint32_t *visited;          /* stamp of the query that reached it */
     /* The last walk, kept while no other walk overwrites its stamps: a later query with the
      * same target and a start at or after memo_lo reuses it (the tenants of one segment
      * are asked about one later tenant in a row). Only for answers that do not depend on
@@ -41,13 +44,14 @@ typedef struct order_ctx {
     uint32_t memo_target, memo_lo, memo_gen;
     bool memo_ok;
     /* Vector clocks (sequential schedule, no conditional op, few streams): vc[op * n_streams
-     * + s] is the number of ops of stream s that happen before or at op; seq[op] is op's own
-     * position in its stream. Then a happens before b iff vc[b][stream(a)] >= seq[a]. */
+     * + s] is the number of ops of stream s that happen before or at op, so op's own position
+     * in its chain is vc[op][chain(op)]. Then a happens before b iff vc[b][chain(a)] >=
+     * vc[a][chain(a)]. */
     uint32_t *vc;
-    uint32_t *seq;
-    uint32_t *chain; /* per op: its chain (its stream, or a dataflow chain) */
+    const uint32_t *chain; /* per op: its chain (the plan's op_stream, or chain_own) */
+    uint32_t *chain_own;   /* dataflow: the greedy chains */
     /* n_ops + 1: how many conditional ops before each step can change the order of the ops
-     * that run (see clocks_answer() in order.c) */
+     * that run (see clocks_answer() in order.c); NULL when none can */
     uint32_t *breaks_prefix;
     uint32_t width;       /* counters per clock */
     uint32_t *prev_write; /* dataflow: per access, the latest write of its root at or before it */
@@ -88,6 +92,8 @@ bool order_clocks_total(const order_ctx *oc);
  * every access of root happens before op x iff for each chain order_done(root) <=
  * order_clock(x). */
 uint32_t order_done(const order_ctx *oc, uint32_t root, uint32_t chain);
+/* order_done() of `root` for every chain at once, into done[0 .. width-1]. */
+void order_done_all(const order_ctx *oc, uint32_t root, uint32_t *done);
 /* How many ops of chain `chain` happen before or at op x. */
 static inline uint32_t order_clock(const order_ctx *oc, uint32_t x, uint32_t chain)
 {

@@ -4,31 +4,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A treap node per root; the key (start offset, root index) and the end offset are read
- * from the root's record, so a node is 24 bytes. */
+/* A treap node per root taking part, indexed by its rank among them (the roots in index
+ * order); the key (start offset, rank) and the end offset are read from the root's record,
+ * so a node is 16 bytes, and a plan's views cost the sweep nothing. */
 typedef struct tnode {
     uint64_t max_end;     /* largest end offset in this subtree */
-    uint32_t left, right; /* root indices of the children, NO_INDEX for none */
-    uint32_t prio;
-    uint32_t pad;
+    uint32_t left, right; /* ranks of the children, NO_INDEX for none */
 } tnode;
 
 typedef struct treap {
-    tnode *n; /* indexed by tensor index (only roots used) */
+    tnode *n;
+    uint32_t *prio;
+    const uint32_t *root; /* rank -> tensor index */
     const tensor_rec *t;
     uint32_t *stack;
 } treap;
 
+static inline const tensor_rec *rec(const treap *tr, uint32_t x)
+{
+    return &tr->t[tr->root[x]];
+}
+
 static inline bool key_less(const treap *tr, uint32_t a, uint32_t b)
 {
-    uint64_t sa = tr->t[a].offset_bytes, sb = tr->t[b].offset_bytes;
+    uint64_t sa = rec(tr, a)->offset_bytes, sb = rec(tr, b)->offset_bytes;
     return sa < sb || (sa == sb && a < b);
 }
 
 static void pull(treap *tr, uint32_t x)
 {
     tnode *n = tr->n;
-    uint64_t m = root_end(&tr->t[x]);
+    uint64_t m = root_end(rec(tr, x));
     if (n[x].left != NO_INDEX && n[n[x].left].max_end > m)
         m = n[n[x].left].max_end;
     if (n[x].right != NO_INDEX && n[n[x].right].max_end > m)
@@ -60,7 +66,7 @@ static uint32_t merge(treap *tr, uint32_t l, uint32_t r)
     if (r == NO_INDEX)
         return l;
     tnode *n = tr->n;
-    if (n[l].prio > n[r].prio) {
+    if (tr->prio[l] > tr->prio[r]) {
         n[l].right = merge(tr, n[l].right, r);
         pull(tr, l);
         return l;
@@ -105,9 +111,9 @@ static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who, 
             continue; /* nothing below ends after the query starts */
         if (n[x].left != NO_INDEX)
             tr->stack[top++] = n[x].left;
-        if (tr->t[x].offset_bytes < qe) {
-            if (root_end(&tr->t[x]) > qs) {
-                int rc = fn(ctx, x, who);
+        if (rec(tr, x)->offset_bytes < qe) {
+            if (root_end(rec(tr, x)) > qs) {
+                int rc = fn(ctx, tr->root[x], tr->root[who]);
                 if (rc)
                     return rc;
             }
@@ -118,9 +124,10 @@ static int query(treap *tr, uint32_t t, uint64_t qs, uint64_t qe, uint32_t who, 
     return 0;
 }
 
-/* Counting sort of the roots taking part by a step key in [-1, n_ops]. */
+/* Counting sort of the roots taking part by a step key in [-1, n_ops]: of the roots
+ * themselves, or with `ranks` of their positions 0..n_roots-1 in `roots`. Stable. */
 static uint32_t *sort_by_step(const tlsan_plan *p, const uint32_t *roots, size_t n_roots,
-                              const life *hull, bool by_last)
+                              const life *hull, bool by_last, bool ranks)
 {
     size_t n_keys = p->n_ops + 2;
     uint32_t *count = calloc(n_keys + 1, sizeof *count);
@@ -138,7 +145,7 @@ static uint32_t *sort_by_step(const tlsan_plan *p, const uint32_t *roots, size_t
         count[k + 1] += count[k];
     for (size_t i = 0; i < n_roots; i++) {
         life h = hull[roots[i]];
-        out[count[(size_t)((by_last ? h.last : h.first) + 1)]++] = roots[i];
+        out[count[(size_t)((by_last ? h.last : h.first) + 1)]++] = ranks ? (uint32_t)i : roots[i];
     }
     free(count);
     return out;
@@ -173,15 +180,19 @@ int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair
     size_t n = 0;
     uint32_t *roots = participants(p, ix, &n);
     uint32_t *by_first = NULL, *by_last = NULL, *tree_of_arena = NULL;
-    treap tr = {.t = p->tensors};
+    const life *hull = ix->hull;
+    treap tr = {.t = p->tensors, .root = roots};
     if (!roots)
         goto out;
-    by_first = sort_by_step(p, roots, n, ix->hull, false);
-    by_last = sort_by_step(p, roots, n, ix->hull, true);
-    tr.n = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *tr.n);
-    tr.stack = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *tr.stack);
+    /* The sorts and the treap work on ranks (ascending with the root's index, so equal keys
+     * keep the order the roots' own sort gives them). */
+    by_first = sort_by_step(p, roots, n, hull, false, true);
+    by_last = sort_by_step(p, roots, n, hull, true, true);
+    tr.n = malloc((n ? n : 1) * sizeof *tr.n);
+    tr.prio = malloc((n ? n : 1) * sizeof *tr.prio);
+    tr.stack = malloc((n ? n : 1) * sizeof *tr.stack);
     tree_of_arena = malloc((p->n_arenas ? p->n_arenas : 1) * sizeof *tree_of_arena);
-    if (!by_first || !by_last || !tr.n || !tr.stack || !tree_of_arena)
+    if (!by_first || !by_last || !tr.n || !tr.prio || !tr.stack || !tree_of_arena)
         goto out;
     for (size_t a = 0; a < p->n_arenas; a++)
         tree_of_arena[a] = NO_INDEX;
@@ -190,18 +201,18 @@ int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair
     rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         uint32_t r = by_first[i];
-        int32_t first = ix->hull[r].first;
+        int32_t first = hull[roots[r]].first;
         /* Closed intervals: a root leaves only once its last step is before this first. */
-        while (j < n && ix->hull[by_last[j]].last < first) {
+        while (j < n && hull[roots[by_last[j]]].last < first) {
             uint32_t d = by_last[j++];
-            uint32_t a = p->tensors[d].arena;
+            uint32_t a = rec(&tr, d)->arena;
             tree_of_arena[a] = erase(&tr, tree_of_arena[a], d);
         }
-        const tensor_rec *t = &p->tensors[r];
+        const tensor_rec *t = rec(&tr, r);
         tnode *x = &tr.n[r];
         x->max_end = root_end(t);
         x->left = x->right = NO_INDEX;
-        x->prio = next_prio(&seed);
+        tr.prio[r] = next_prio(&seed);
         rc = query(&tr, tree_of_arena[t->arena], t->offset_bytes, x->max_end, r, fn, ctx);
         tree_of_arena[t->arena] = insert(&tr, tree_of_arena[t->arena], r);
     }
@@ -210,6 +221,7 @@ out:
     free(by_first);
     free(by_last);
     free(tr.n);
+    free(tr.prio);
     free(tr.stack);
     free(tree_of_arena);
     return rc;
@@ -286,8 +298,10 @@ int overlap_segments(const tlsan_plan *p, const access_index *ix, overlap_segmen
     seg_bound *b = NULL;
     if (!roots)
         goto out;
-    by_first = sort_by_step(p, roots, n, ix->hull, false);
+    by_first = sort_by_step(p, roots, n, ix->hull, false, false);
     b = unique_bounds(p, roots, n, &nb);
+    free(roots);
+    roots = NULL;
     if (!by_first || !b)
         goto out;
     /* Segment k is [b[k].at, b[k+1].at) of one arena. Lay out each segment's roots
@@ -383,8 +397,8 @@ int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_ch
     max_tree t = {NULL, NULL, 1};
     if (!roots)
         goto out;
-    by_first = sort_by_step(p, roots, n, ix->hull, false);
-    by_last = sort_by_step(p, roots, n, ix->hull, true);
+    by_first = sort_by_step(p, roots, n, ix->hull, false, false);
+    by_last = sort_by_step(p, roots, n, ix->hull, true, false);
     b = unique_bounds(p, roots, n, &nb);
     seg = malloc((p->n_tensors ? 2 * p->n_tensors : 1) * sizeof *seg); /* per root: s0, s1 */
     if (!by_first || !by_last || !b || !seg)

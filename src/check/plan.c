@@ -144,6 +144,7 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->arenas);
     free(p->tensors);
     free(p->extras);
+    free(p->op_extras);
     free(p->ops);
     free(p->id_pool.v);
     free(p->shape_pool.v);
@@ -452,9 +453,11 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
             snprintf(err->where, sizeof err->where, "ops[%zu].name", i);
         return TLSAN_ERR_INVALID;
     }
+    op_extra x = {STRTAB_NONE, 0, 0, 0, 0, 0, 0, 0, 0};
     r.sync = (uint8_t)o->sync;
+    r.extra = NO_INDEX;
     if (intern_opt(p, o->stream ? o->stream : "main", &r.stream) != 0 ||
-        intern_opt(p, o->loop, &r.loop) != 0 ||
+        intern_opt(p, o->loop, &x.loop) != 0 ||
         intern_opt(p, o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT ? o->event : NULL,
                    &r.event) != 0)
         return error_nomem(err);
@@ -462,13 +465,13 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
     /* `after` must name an earlier op: resolve now, while "earlier" means "already added". */
     if (VEC_RESERVE(p->id_pool, o->n_after) != 0)
         return error_nomem(err);
-    r.after_start = (uint32_t)p->id_pool.n;
+    x.after_start = (uint32_t)p->id_pool.n;
     for (size_t k = 0; k < o->n_after; k++) {
         const char *an = o->after[k];
         uint32_t id = an ? strtab_find(&p->strings, an, strlen(an)) : STRTAB_NONE;
         uint32_t idx = plan_lookup(&p->op_by_name, id);
         if (idx == NO_INDEX) {
-            p->id_pool.n = r.after_start;
+            p->id_pool.n = x.after_start;
             bool is_self = an && strcmp(an, o->name) == 0;
             error_failf(err, "", "'after' names %s op '%s'",
                         is_self ? "the op itself, not an earlier" : "an unknown or later",
@@ -479,19 +482,19 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         }
         p->id_pool.v[p->id_pool.n++] = idx;
     }
-    r.n_after = (uint32_t)o->n_after;
+    x.n_after = (uint32_t)o->n_after;
     if (push_names(p, o->reads, o->n_reads, &r.reads_start) != 0 ||
         push_names(p, o->writes, o->n_writes, &r.writes_start) != 0 ||
-        push_names(p, o->inplace, 2 * o->n_inplace, &r.inplace_start) != 0 ||
-        push_names(p, o->stack, o->n_stack, &r.stack_start) != 0)
+        push_names(p, o->inplace, 2 * o->n_inplace, &x.inplace_start) != 0 ||
+        push_names(p, o->stack, o->n_stack, &x.stack_start) != 0)
         return error_nomem(err);
     r.n_reads = (uint32_t)o->n_reads;
     r.n_writes = (uint32_t)o->n_writes;
-    r.n_inplace = (uint32_t)o->n_inplace;
-    r.n_stack = (uint32_t)o->n_stack;
+    x.n_inplace = (uint32_t)o->n_inplace;
+    x.n_stack = (uint32_t)o->n_stack;
     if (VEC_RESERVE(p->id_pool, 2 * o->n_branch) != 0)
         return error_nomem(err);
-    r.cond_start = (uint32_t)p->id_pool.n;
+    x.cond_start = (uint32_t)p->id_pool.n;
     for (size_t k = 0; k < o->n_branch; k++) {
         uint32_t a = strtab_intern_cstr(&p->strings, o->branch[k].if_name);
         uint32_t b = strtab_intern_cstr(&p->strings, o->branch[k].arm);
@@ -500,7 +503,14 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         p->id_pool.v[p->id_pool.n++] = a;
         p->id_pool.v[p->id_pool.n++] = b;
     }
-    r.n_cond = (uint32_t)o->n_branch;
+    x.n_cond = (uint32_t)o->n_branch;
+    if (x.loop != STRTAB_NONE || x.n_after || x.n_inplace || x.n_cond || x.n_stack) {
+        if (p->n_op_extras >= NO_INDEX || vec_reserve_((void **)&p->op_extras, &p->cap_op_extras,
+                                                       p->n_op_extras, 1, sizeof *p->op_extras))
+            return error_nomem(err);
+        r.extra = (uint32_t)p->n_op_extras;
+        p->op_extras[p->n_op_extras++] = x;
+    }
     if (vec_reserve_((void **)&p->ops, &p->cap_ops, p->n_ops, 1, sizeof *p->ops) ||
         set_lookup(&p->op_by_name, r.name, (uint32_t)i) != 0)
         return error_nomem(err);
@@ -606,6 +616,7 @@ static void shrink_to_fit(tlsan_plan *p)
     SHRINK(p->tensors, p->n_tensors, p->cap_tensors);
     SHRINK(p->ops, p->n_ops, p->cap_ops);
     SHRINK(p->extras, p->n_extras, p->cap_extras);
+    SHRINK(p->op_extras, p->n_op_extras, p->cap_op_extras);
     SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
     SHRINK(p->id_pool.v, p->id_pool.n, p->id_pool.cap);
     SHRINK(p->shape_pool.v, p->shape_pool.n, p->shape_pool.cap);
@@ -678,9 +689,10 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
 
     for (size_t i = 0; i < p->n_ops; i++) {
         op_rec *o = &p->ops[i];
+        const op_extra *x = op_x(p, o);
         if ((st = resolve_tensors(p, o->reads_start, o->n_reads, i, "reads", false, err)) ||
             (st = resolve_tensors(p, o->writes_start, o->n_writes, i, "writes", false, err)) ||
-            (st = resolve_tensors(p, o->inplace_start, 2 * o->n_inplace, i, "inplace", true, err)))
+            (st = resolve_tensors(p, x->inplace_start, 2 * x->n_inplace, i, "inplace", true, err)))
             goto out;
         /* Streams become dense indices for per-stream program order. */
         if (stream_of_name[o->stream] == NO_INDEX)
@@ -688,8 +700,8 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         p->op_stream[i] = stream_of_name[o->stream];
         /* Loops: a body is one contiguous run of ops. */
         p->op_loop[i] = NO_INDEX;
-        if (o->loop != STRTAB_NONE) {
-            uint32_t l = loop_of_name[o->loop];
+        if (x->loop != STRTAB_NONE) {
+            uint32_t l = loop_of_name[x->loop];
             if (l == NO_INDEX) {
                 loop_rec *nl = realloc(p->loops, (p->n_loops + 1) * sizeof *nl);
                 if (!nl) {
@@ -698,11 +710,11 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
                 }
                 p->loops = nl;
                 l = (uint32_t)p->n_loops++;
-                loop_of_name[o->loop] = l;
-                p->loops[l] = (loop_rec){o->loop, (uint32_t)i, (uint32_t)i};
+                loop_of_name[x->loop] = l;
+                p->loops[l] = (loop_rec){x->loop, (uint32_t)i, (uint32_t)i};
             } else if (p->loops[l].last_op != i - 1) {
                 error_failf(err, "", "the ops of loop '%s' are not contiguous",
-                            strtab_str(&p->strings, o->loop));
+                            strtab_str(&p->strings, x->loop));
                 if (err)
                     snprintf(err->where, sizeof err->where, "ops[%zu].loop", i);
                 st = TLSAN_ERR_INVALID;
@@ -713,8 +725,8 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             p->op_loop[i] = l;
         }
         /* Conditions: (if name, arm name) become (if index, arm index). */
-        for (uint32_t k = 0; k < o->n_cond; k++) {
-            uint32_t *c = &p->id_pool.v[o->cond_start + 2 * k];
+        for (uint32_t k = 0; k < x->n_cond; k++) {
+            uint32_t *c = &p->id_pool.v[x->cond_start + 2 * k];
             uint32_t f = if_of_name[c[0]];
             if (f == NO_INDEX) {
                 if_rec *ni = realloc(p->ifs, (p->n_ifs + 1) * sizeof *ni);
@@ -742,9 +754,9 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             st = error_nomem(err);
             goto out;
         }
-        for (size_t i = 0; i < p->n_ops; i++)
-            for (uint32_t k = 0; k < p->ops[i].n_cond; k++)
-                count[p->id_pool.v[p->ops[i].cond_start + 2 * k]]++;
+        for (size_t i = 0; i < p->n_op_extras; i++)
+            for (uint32_t k = 0; k < p->op_extras[i].n_cond; k++)
+                count[p->id_pool.v[p->op_extras[i].cond_start + 2 * k]]++;
         size_t total = 0;
         for (size_t f = 0; f < n_ifs; f++) {
             p->ifs[f].arms_start = (uint32_t)total;
@@ -757,8 +769,8 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             goto out;
         }
         for (size_t i = 0; i < p->n_ops; i++)
-            for (uint32_t k = 0; k < p->ops[i].n_cond; k++) {
-                uint32_t *c = &p->id_pool.v[p->ops[i].cond_start + 2 * k];
+            for (uint32_t k = 0; k < op_x(p, &p->ops[i])->n_cond; k++) {
+                uint32_t *c = &p->id_pool.v[op_x(p, &p->ops[i])->cond_start + 2 * k];
                 if_rec *f = &p->ifs[c[0]];
                 uint32_t *list = arms.v + f->arms_start;
                 uint32_t a = 0;

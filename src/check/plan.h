@@ -55,19 +55,25 @@ typedef struct tensor_extra {
 typedef struct op_rec {
     uint32_t name;
     uint32_t stream; /* strtab id */
-    uint32_t loop;   /* strtab id or STRTAB_NONE; finalize turns it into a loop index */
     uint32_t event;  /* strtab id or STRTAB_NONE */
-    uint8_t sync;    /* tlsan_sync_kind */
-    uint8_t pad[3];
-    /* Pools: reads/writes/inplace hold tensor indices after finalize (names before);
-     * after holds op indices; cond holds (if index, arm index) pairs after finalize. */
+    uint32_t extra;  /* index of its op_extra, NO_INDEX when it has none */
+    /* Pools: reads/writes hold tensor indices after finalize (names before). */
     uint32_t reads_start, n_reads;
     uint32_t writes_start, n_writes;
+    uint8_t sync; /* tlsan_sync_kind */
+} op_rec;
+
+/* The fields few ops carry live beside the records (as for tensors), so that a plan of a
+ * million ops does not pay 36 bytes each for them. Pools: inplace holds tensor indices
+ * after finalize (names before), after holds op indices, cond (if index, arm index) pairs
+ * after finalize (names before). */
+typedef struct op_extra {
+    uint32_t loop;                     /* strtab id or STRTAB_NONE */
     uint32_t inplace_start, n_inplace; /* 2*n_inplace entries: out, in */
     uint32_t after_start, n_after;
     uint32_t cond_start, n_cond; /* 2*n_cond entries */
     uint32_t stack_start, n_stack;
-} op_rec;
+} op_extra;
 
 /* A conditional: its arms (strtab ids). One named arm gets an implicit empty second arm,
  * so n_arms is at least 2. */
@@ -105,6 +111,8 @@ struct tlsan_plan {
 
     tensor_extra *extras;
     size_t n_extras, cap_extras;
+    op_extra *op_extras;
+    size_t n_op_extras, cap_op_extras;
     arena_rec *arenas;
     size_t n_arenas, cap_arenas;
     tensor_rec *tensors;
@@ -149,6 +157,13 @@ static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec
 {
     static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE};
     return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+}
+
+/* The rare fields of an op (a shared all-absent record when it has none). */
+static inline const op_extra *op_x(const tlsan_plan *p, const op_rec *o)
+{
+    static const op_extra none = {STRTAB_NONE, 0, 0, 0, 0, 0, 0, 0, 0};
+    return o->extra == NO_INDEX ? &none : &p->op_extras[o->extra];
 }
 
 /* Records where the object of the last tensor (is_op false) or op added begins in its

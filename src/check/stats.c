@@ -76,9 +76,10 @@ static void trim_inplace(const tlsan_plan *p, life *lives)
 {
     for (uint32_t k = 0; k < p->n_ops; k++) {
         const op_rec *o = &p->ops[k];
-        for (uint32_t q = 0; q < o->n_inplace; q++) {
-            uint32_t ro = p->tensors[p->id_pool.v[o->inplace_start + 2 * q]].root;
-            uint32_t ri = p->tensors[p->id_pool.v[o->inplace_start + 2 * q + 1]].root;
+        const op_extra *ox = op_x(p, o);
+        for (uint32_t q = 0; q < ox->n_inplace; q++) {
+            uint32_t ro = p->tensors[p->id_pool.v[ox->inplace_start + 2 * q]].root;
+            uint32_t ri = p->tensors[p->id_pool.v[ox->inplace_start + 2 * q + 1]].root;
             if (ro == ri || p->tensors[ro].arena != p->tensors[ri].arena)
                 continue;
             if (life_empty(lives[ro]) || life_empty(lives[ri]) || lives[ri].last != (int32_t)k ||

@@ -162,7 +162,7 @@ static int build(view_access *va, const tlsan_plan *p, const access_index *ix, b
     memset(last, 0, (nt ? nt : 1) * sizeof *last);
     for (uint32_t o = 0; o < p->n_ops; o++) {
         const op_rec *r = &p->ops[o];
-        uint8_t cond = r->n_cond ? ACC_COND : 0;
+        uint8_t cond = op_x(p, r)->n_cond ? ACC_COND : 0;
         for (uint32_t k = 0; k < r->n_reads + r->n_writes; k++) {
             uint32_t t = k < r->n_reads ? p->id_pool.v[r->reads_start + k]
                                         : p->id_pool.v[r->writes_start + k - r->n_reads];

@@ -194,16 +194,17 @@ static void put_op(writer *w, size_t i)
 {
     const tlsan_plan *p = w->p;
     const op_rec *o = &p->ops[i];
+    const op_extra *x = op_x(p, o);
     open_map(w);
     put_str(w, "name");
     put_id(w, o->name);
     put_index_list(w, "reads", o->reads_start, o->n_reads, false);
     put_index_list(w, "writes", o->writes_start, o->n_writes, false);
-    if (o->n_inplace) {
+    if (x->n_inplace) {
         put_str(w, "inplace");
         open_array(w);
-        for (uint32_t k = 0; k < o->n_inplace; k++) {
-            const uint32_t *pair = &p->id_pool.v[o->inplace_start + 2 * k];
+        for (uint32_t k = 0; k < x->n_inplace; k++) {
+            const uint32_t *pair = &p->id_pool.v[x->inplace_start + 2 * k];
             open_array(w);
             put_id(w, p->tensors[pair[0]].name);
             put_id(w, p->tensors[pair[1]].name);
@@ -231,22 +232,22 @@ static void put_op(writer *w, size_t i)
     case TLSAN_SYNC_NONE:
         break;
     }
-    put_index_list(w, "after", o->after_start, o->n_after, true);
-    if (o->n_cond == 1) {
+    put_index_list(w, "after", x->after_start, x->n_after, true);
+    if (x->n_cond == 1) {
         put_str(w, "branch");
-        put_cond(w, &p->id_pool.v[o->cond_start]);
-    } else if (o->n_cond > 1) {
+        put_cond(w, &p->id_pool.v[x->cond_start]);
+    } else if (x->n_cond > 1) {
         put_str(w, "branch");
         open_array(w);
-        for (uint32_t k = 0; k < o->n_cond; k++)
-            put_cond(w, &p->id_pool.v[o->cond_start + 2 * k]);
+        for (uint32_t k = 0; k < x->n_cond; k++)
+            put_cond(w, &p->id_pool.v[x->cond_start + 2 * k]);
         close_array(w);
     }
     if (p->op_loop[i] != NO_INDEX) {
         put_str(w, "loop");
         put_id(w, p->loops[p->op_loop[i]].name);
     }
-    put_stack(w, o->stack_start, o->n_stack);
+    put_stack(w, x->stack_start, x->n_stack);
     close_map(w);
 }
 

@@ -219,9 +219,10 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
     e->n_ops = p->n_ops;
     for (size_t k = 0; k < p->n_ops; k++) {
         const op_rec *r = &p->ops[k];
+        const op_extra *rx = op_x(p, r);
         e_op *o = &e->ops[k];
-        if (r->n_reads > E_MAX || r->n_writes > E_MAX || r->n_inplace > E_MAX ||
-            r->n_after > E_MAX || r->n_cond > E_MAX)
+        if (r->n_reads > E_MAX || r->n_writes > E_MAX || rx->n_inplace > E_MAX ||
+            rx->n_after > E_MAX || rx->n_cond > E_MAX)
             return false;
         o->d.name = plan_str(p, r->name);
         o->d.stream = plan_str(p, r->stream);
@@ -234,19 +235,19 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
         for (uint32_t i = 0; i < r->n_writes; i++)
             o->writes[i] = plan_str(p, p->tensors[p->id_pool.v[r->writes_start + i]].name);
         o->d.n_writes = r->n_writes;
-        for (uint32_t i = 0; i < 2 * r->n_inplace; i++)
-            o->inplace[i] = plan_str(p, p->tensors[p->id_pool.v[r->inplace_start + i]].name);
-        o->d.n_inplace = r->n_inplace;
-        for (uint32_t i = 0; i < r->n_after; i++)
-            o->after[i] = plan_str(p, p->ops[p->id_pool.v[r->after_start + i]].name);
-        o->d.n_after = r->n_after;
-        for (uint32_t i = 0; i < r->n_cond; i++) {
-            const if_rec *f = &p->ifs[p->id_pool.v[r->cond_start + 2 * i]];
-            uint32_t arm = p->id_pool.v[r->cond_start + 2 * i + 1];
+        for (uint32_t i = 0; i < 2 * rx->n_inplace; i++)
+            o->inplace[i] = plan_str(p, p->tensors[p->id_pool.v[rx->inplace_start + i]].name);
+        o->d.n_inplace = rx->n_inplace;
+        for (uint32_t i = 0; i < rx->n_after; i++)
+            o->after[i] = plan_str(p, p->ops[p->id_pool.v[rx->after_start + i]].name);
+        o->d.n_after = rx->n_after;
+        for (uint32_t i = 0; i < rx->n_cond; i++) {
+            const if_rec *f = &p->ifs[p->id_pool.v[rx->cond_start + 2 * i]];
+            uint32_t arm = p->id_pool.v[rx->cond_start + 2 * i + 1];
             o->conds[i].if_name = plan_str(p, f->name);
             o->conds[i].arm = plan_str(p, p->id_pool.v[f->arms_start + arm]);
         }
-        o->d.n_branch = r->n_cond;
+        o->d.n_branch = rx->n_cond;
     }
     return true;
 }

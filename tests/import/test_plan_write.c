@@ -195,12 +195,12 @@ static void same_refs(const tlsan_plan *a, uint32_t sa, uint32_t na, const tlsan
         same_str(ref_name(a, k, a->id_pool.v[sa + i]), ref_name(b, k, b->id_pool.v[sb + i]));
 }
 
-static const char *cond_if(const tlsan_plan *p, const op_rec *o, uint32_t k)
+static const char *cond_if(const tlsan_plan *p, const op_extra *o, uint32_t k)
 {
     return plan_str(p, p->ifs[p->id_pool.v[o->cond_start + 2 * k]].name);
 }
 
-static const char *cond_arm(const tlsan_plan *p, const op_rec *o, uint32_t k)
+static const char *cond_arm(const tlsan_plan *p, const op_extra *o, uint32_t k)
 {
     const if_rec *f = &p->ifs[p->id_pool.v[o->cond_start + 2 * k]];
     return plan_str(p, p->id_pool.v[f->arms_start + p->id_pool.v[o->cond_start + 2 * k + 1]]);
@@ -250,25 +250,26 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
     assert_int_equal(a->n_ops, b->n_ops);
     for (size_t i = 0; i < a->n_ops; i++) {
         const op_rec *x = &a->ops[i], *y = &b->ops[i];
+        const op_extra *xx = op_x(a, x), *yx = op_x(b, y);
         same_str(plan_str(a, x->name), plan_str(b, y->name));
         same_str(plan_str(a, x->stream), plan_str(b, y->stream));
         assert_int_equal(x->sync, y->sync);
         same_str(plan_str(a, x->event), plan_str(b, y->event));
         same_refs(a, x->reads_start, x->n_reads, b, y->reads_start, y->n_reads, REF_TENSOR);
         same_refs(a, x->writes_start, x->n_writes, b, y->writes_start, y->n_writes, REF_TENSOR);
-        same_refs(a, x->inplace_start, 2 * x->n_inplace, b, y->inplace_start, 2 * y->n_inplace,
+        same_refs(a, xx->inplace_start, 2 * xx->n_inplace, b, yx->inplace_start, 2 * yx->n_inplace,
                   REF_TENSOR);
-        same_refs(a, x->after_start, x->n_after, b, y->after_start, y->n_after, REF_OP);
-        assert_int_equal(x->n_cond, y->n_cond);
-        for (uint32_t k = 0; k < x->n_cond; k++) {
-            same_str(cond_if(a, x, k), cond_if(b, y, k));
-            same_str(cond_arm(a, x, k), cond_arm(b, y, k));
+        same_refs(a, xx->after_start, xx->n_after, b, yx->after_start, yx->n_after, REF_OP);
+        assert_int_equal(xx->n_cond, yx->n_cond);
+        for (uint32_t k = 0; k < xx->n_cond; k++) {
+            same_str(cond_if(a, xx, k), cond_if(b, yx, k));
+            same_str(cond_arm(a, xx, k), cond_arm(b, yx, k));
         }
         assert_int_equal(a->op_loop[i] == NO_INDEX, b->op_loop[i] == NO_INDEX);
         if (a->op_loop[i] != NO_INDEX)
             same_str(plan_str(a, a->loops[a->op_loop[i]].name),
                      plan_str(b, b->loops[b->op_loop[i]].name));
-        same_refs(a, x->stack_start, x->n_stack, b, y->stack_start, y->n_stack, REF_STRING);
+        same_refs(a, xx->stack_start, xx->n_stack, b, yx->stack_start, yx->n_stack, REF_STRING);
     }
 }
 

@@ -264,35 +264,35 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(p->id_pool.v[f->reads_start], 0);
     assert_int_equal(f->n_writes, 1);
     assert_int_equal(p->id_pool.v[f->writes_start], 1);
-    assert_int_equal(f->n_inplace, 1);
-    assert_int_equal(p->id_pool.v[f->inplace_start], 1);
-    assert_int_equal(p->id_pool.v[f->inplace_start + 1], 0);
+    assert_int_equal(op_x(p, f)->n_inplace, 1);
+    assert_int_equal(p->id_pool.v[op_x(p, f)->inplace_start], 1);
+    assert_int_equal(p->id_pool.v[op_x(p, f)->inplace_start + 1], 0);
     assert_string_equal(plan_str(p, f->stream), "s1");
     assert_int_equal(p->op_loop[0], 0);
     assert_int_equal(p->op_loop[1], 0);
     assert_int_equal(p->op_loop[2], NO_INDEX);
-    assert_int_equal(f->n_stack, 1);
-    assert_string_equal(plan_str(p, p->id_pool.v[f->stack_start]), "run.py:9");
+    assert_int_equal(op_x(p, f)->n_stack, 1);
+    assert_string_equal(plan_str(p, p->id_pool.v[op_x(p, f)->stack_start]), "run.py:9");
 
     assert_int_equal(ev->sync, TLSAN_SYNC_RECORD);
     assert_string_equal(plan_str(p, ev->event), "e1");
     assert_int_equal(w->sync, TLSAN_SYNC_WAIT);
     assert_string_equal(plan_str(p, w->event), "e1");
     assert_string_equal(plan_str(p, w->stream), "main");
-    assert_int_equal(w->n_after, 1);
-    assert_int_equal(p->id_pool.v[w->after_start], 0);
+    assert_int_equal(op_x(p, w)->n_after, 1);
+    assert_int_equal(p->id_pool.v[op_x(p, w)->after_start], 0);
 
     assert_int_equal(g->n_reads, 2);
     assert_int_equal(p->id_pool.v[g->reads_start + 1], 3);
     assert_int_equal(g->n_writes, 0);
-    assert_int_equal(g->n_cond, 2);
+    assert_int_equal(op_x(p, g)->n_cond, 2);
     assert_int_equal(p->n_ifs, 2);
     /* c0 has arms then (0) and else (1); g takes then, k takes else. */
     assert_string_equal(plan_str(p, p->ifs[0].name), "c0");
-    assert_int_equal(p->id_pool.v[g->cond_start], 0);
-    assert_int_equal(p->id_pool.v[g->cond_start + 1], 0);
-    assert_int_equal(k->n_cond, 1);
-    assert_int_equal(p->id_pool.v[k->cond_start + 1], 1);
+    assert_int_equal(p->id_pool.v[op_x(p, g)->cond_start], 0);
+    assert_int_equal(p->id_pool.v[op_x(p, g)->cond_start + 1], 0);
+    assert_int_equal(op_x(p, k)->n_cond, 1);
+    assert_int_equal(p->id_pool.v[op_x(p, k)->cond_start + 1], 1);
     assert_int_equal(k->sync, TLSAN_SYNC_ALL);
     tlsan_plan_free(p);
 }

@@ -220,7 +220,7 @@ static bool list_names(const brute *b, uint32_t start, uint32_t count, uint32_t 
  * path". */
 static bool op_on_path(const brute *b, size_t k)
 {
-    const op_rec *o = &b->p->ops[k];
+    const op_extra *o = op_x(b->p, &b->p->ops[k]);
     for (uint32_t c = 0; c < o->n_cond; c++) {
         uint32_t f = b->p->id_pool.v[o->cond_start + 2 * c];
         uint32_t a = b->p->id_pool.v[o->cond_start + 2 * c + 1];
@@ -364,8 +364,8 @@ static void happens_before(const brute *b, bool *hb)
                 }
             }
         }
-        for (uint32_t a = 0; a < oj->n_after; a++) {
-            uint32_t i = p->id_pool.v[oj->after_start + a];
+        for (uint32_t a = 0; a < op_x(p, oj)->n_after; a++) {
+            uint32_t i = p->id_pool.v[op_x(p, oj)->after_start + a];
             if (b->runs[i])
                 edge(b, hb, i, j);
         }
@@ -418,7 +418,7 @@ static bool share_bytes(const brute *b, uint32_t x, uint32_t y)
 static bool declared_pair(const brute *b, uint32_t x, uint32_t y)
 {
     for (size_t k = 0; k < b->p->n_ops; k++) {
-        const op_rec *o = &b->p->ops[k];
+        const op_extra *o = op_x(b->p, &b->p->ops[k]);
         for (uint32_t q = 0; q < o->n_inplace; q++) {
             uint32_t ro = root_of(b, b->p->id_pool.v[o->inplace_start + 2 * q]);
             uint32_t ri = root_of(b, b->p->id_pool.v[o->inplace_start + 2 * q + 1]);
@@ -468,9 +468,10 @@ static bool inplace_covers(const brute *b, uint32_t x, uint32_t y, const life *l
         if (!b->runs[k])
             continue;
         const op_rec *o = &p->ops[k];
-        for (uint32_t q = 0; q < o->n_inplace; q++) {
-            uint32_t out = p->id_pool.v[o->inplace_start + 2 * q];
-            uint32_t in = p->id_pool.v[o->inplace_start + 2 * q + 1];
+        const op_extra *ox = op_x(p, o);
+        for (uint32_t q = 0; q < ox->n_inplace; q++) {
+            uint32_t out = p->id_pool.v[ox->inplace_start + 2 * q];
+            uint32_t in = p->id_pool.v[ox->inplace_start + 2 * q + 1];
             uint32_t ro = root_of(b, out), ri = root_of(b, in);
             if (!((ro == x && ri == y) || (ro == y && ri == x)))
                 continue;
@@ -850,25 +851,27 @@ void brute_plan_dump(const tlsan_plan *p, FILE *out)
             dump_names(p, out, "reads", o->reads_start, o->n_reads, true);
             dump_names(p, out, "writes", o->writes_start, o->n_writes, true);
         }
-        if (o->n_inplace) {
+        const op_extra *ox = op_x(p, o);
+        if (ox->n_inplace) {
             fputs(", \"inplace\": [", out);
-            for (uint32_t q = 0; q < o->n_inplace; q++) {
+            for (uint32_t q = 0; q < ox->n_inplace; q++) {
                 fputs(q ? ", [" : "[", out);
-                dump_str(out, plan_str(p, p->tensors[p->id_pool.v[o->inplace_start + 2 * q]].name));
+                dump_str(out,
+                         plan_str(p, p->tensors[p->id_pool.v[ox->inplace_start + 2 * q]].name));
                 fputs(", ", out);
                 dump_str(out,
-                         plan_str(p, p->tensors[p->id_pool.v[o->inplace_start + 2 * q + 1]].name));
+                         plan_str(p, p->tensors[p->id_pool.v[ox->inplace_start + 2 * q + 1]].name));
                 fputc(']', out);
             }
             fputc(']', out);
         }
-        if (o->n_after)
-            dump_names(p, out, "after", o->after_start, o->n_after, false);
-        if (o->n_cond) {
+        if (ox->n_after)
+            dump_names(p, out, "after", ox->after_start, ox->n_after, false);
+        if (ox->n_cond) {
             fputs(", \"branch\": [", out);
-            for (uint32_t c = 0; c < o->n_cond; c++) {
-                const if_rec *f = &p->ifs[p->id_pool.v[o->cond_start + 2 * c]];
-                uint32_t arm = p->id_pool.v[o->cond_start + 2 * c + 1];
+            for (uint32_t c = 0; c < ox->n_cond; c++) {
+                const if_rec *f = &p->ifs[p->id_pool.v[ox->cond_start + 2 * c]];
+                uint32_t arm = p->id_pool.v[ox->cond_start + 2 * c + 1];
                 fputs(c ? ", {\"if\": " : "{\"if\": ", out);
                 dump_str(out, plan_str(p, f->name));
                 fputs(", \"arm\": ", out);
