@@ -170,7 +170,7 @@ void tlsan_rt_arena_create(const char *name, const void *base, size_t size_bytes
     for (struct arena *a = g_engine.arenas; a; a = a->next) {
         if (!a->dead && ranges_overlap(a->base, a->base + a->size, b, b + size_bytes)) {
             engine_unlock();
-            usage_warning("tlsan_arena_create('%s'): [%p, +%zu) ranges_overlap arena '%s'; ignored",
+            usage_warning("tlsan_arena_create('%s'): [%p, +%zu) overlaps arena '%s'; ignored",
                           name ? name : "?", base, size_bytes, a->name);
             return;
         }

@@ -152,7 +152,12 @@ static struct guard *g_guards; /* GUARD_MAX entries, mapped at init */
 static size_t g_guards_used;   /* entries [0, used) may be taken */
 static shim_lock g_glock = SHIM_LOCK_INIT;
 static atomic_int g_segv_installed;
+static atomic_bool g_segv_active; /* the shim's handler is the kernel's (set after the call) */
 static struct sigaction g_prev_segv;
+
+/* glibc's own name for sigaction: the one the program calls is interpose.c's, which keeps a
+ * SIGSEGV action for the program here once the shim's handler is installed. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 static const unsigned char g_pattern_bytes[8] = {0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F};
 
@@ -933,10 +938,11 @@ void heap_set_family(void *p, enum heap_family family)
     set_flags((uintptr_t)p, family, HEAP_FAMILY_MASK & ~(unsigned)family);
 }
 
-/* The faulting thread's access to a guarded block: reported, then the program dies of the
- * SIGSEGV it would have died of natively (the block unmapped), or with halt_on_error=0 the
- * block is made accessible again and the access goes on. False when addr is not in a
- * guarded block. */
+/* The faulting thread's access to a guarded block: reported, then the fault goes where it
+ * would have gone natively (the block unmapped): false, and on_segv chains it to the
+ * program's handler or the default action (the page stays inaccessible, so a return faults
+ * again). With halt_on_error=0 the block is made accessible again and the access goes on:
+ * true. False too when addr is not in a guarded block. */
 static bool guard_fault(uintptr_t addr, int is_write)
 {
     struct guard g = {0};
@@ -977,14 +983,8 @@ static bool guard_fault(uintptr_t addr, int is_write)
     }
     if (entered)
         shim_leave();
-    if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGSEGV, &dfl, NULL);
-        raise(SIGSEGV); /* delivered when the handler returns: the native death */
-        return true;
-    }
+    if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE)
+        return false; /* the fault goes on as natively: the program's handler, or death */
     /* Going on: accessible again, reading as the sentinel as a filled block would, and
      * not verified later (this access may change it). */
     mprotect((void *)g.lo, g.hi - g.lo, PROT_READ | PROT_WRITE);
@@ -1009,7 +1009,7 @@ static void chain_segv(int sig, siginfo_t *si, void *uc)
             struct sigaction dfl;
             memset(&dfl, 0, sizeof dfl);
             dfl.sa_handler = SIG_DFL;
-            sigaction(SIGSEGV, &dfl, NULL);
+            __sigaction(SIGSEGV, &dfl, NULL);
             g_prev_segv = dfl;
         }
         /* This handler runs with SIGSEGV blocked (the kernel restores the program's mask
@@ -1032,7 +1032,7 @@ static void chain_segv(int sig, siginfo_t *si, void *uc)
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    sigaction(SIGSEGV, &dfl, NULL);
+    __sigaction(SIGSEGV, &dfl, NULL);
     if (si->si_code <= 0)
         raise(sig); /* a fault repeats on return, a sent signal is sent again */
 }
@@ -1062,9 +1062,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-/* Installed when the first block is guarded, so a program that never frees a large block
- * never sees it. The program's earlier handler is chained to; one it installs later replaces
- * this one (its faults on guarded blocks then reach it, as natively the unmapped block's). */
+/* Installed when the first block is guarded or sampled. The program's earlier handler is
+ * chained to, and so is one it installs later (heap_segv_program_action). */
 void heap_segv_install(void)
 {
     install_segv_handler();
@@ -1080,8 +1079,33 @@ static void install_segv_handler(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     int saved = errno;
-    sigaction(SIGSEGV, &sa, &g_prev_segv);
+    __sigaction(SIGSEGV, &sa, &g_prev_segv);
     errno = saved;
+    atomic_store(&g_segv_active, true);
+}
+
+/* Set by the kernel in the action glibc's sigaction returns (its restorer), missing from its
+ * headers; an action kept here for the program is given it back as the kernel would. */
+#define KERNEL_SA_RESTORER 0x04000000
+
+bool heap_segv_program_action(const struct sigaction *act, struct sigaction *old)
+{
+    if (!atomic_load(&g_segv_active))
+        return false;
+    struct sigaction prev = g_prev_segv;
+    if (act) {
+        struct sigaction set = *act, kernel;
+        int saved = errno;
+        if (__sigaction(SIGSEGV, NULL, &kernel) == 0) {
+            set.sa_flags |= kernel.sa_flags & KERNEL_SA_RESTORER;
+            set.sa_restorer = kernel.sa_restorer;
+        }
+        errno = saved;
+        g_prev_segv = set;
+    }
+    if (old)
+        *old = prev;
+    return true;
 }
 
 /* ---- free and the quarantine ---- */

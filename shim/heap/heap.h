@@ -193,6 +193,12 @@ void heap_get_stats(struct heap_stats *s);
 void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t alloc_stack,
                           unsigned dealloc, uint32_t free_stack);
 void heap_segv_install(void);
+/* The program's sigaction(SIGSEGV, act, old) once the shim's handler is installed (false
+ * before: the call is then the kernel's, and the handler finds that action when installed):
+ * the program sees and sets its own action, which the handler chains to for faults that are
+ * not the shim's; the shim's handler stays the kernel's. */
+struct sigaction;
+bool heap_segv_program_action(const struct sigaction *act, struct sigaction *old);
 
 /* Fork handlers (shim.c): the quarantine lock, every table lock, the guard registry's. */
 void heap_lock_all(void);

@@ -37,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -818,6 +819,86 @@ EXPORT void _Exit(int status)
         shim_exit_quick_checks();
     shim_real_exit(status);
 }
+
+/* ---- SIGSEGV as the program sees it ----
+ *
+ * The shim's SIGSEGV handler (heap.c) is installed when the first block is sampled or
+ * guarded. From then on the program's sigaction of SIGSEGV sets and reads an action kept for
+ * the program, which the handler chains to for every fault that is not the shim's: the
+ * program sees the disposition it would natively (Rust's runtime, say, installs its stack
+ * overflow handler only over SIG_DFL), and a handler it installs later does not take the
+ * faults on sampled and guarded blocks away from the shim. signal() and its aliases set the
+ * action through glibc's internal sigaction, which this does not see: for SIGSEGV they are
+ * sigaction calls here, with glibc's flags. Other signals go to the next definitions. */
+static void *next_fn(void *_Atomic *cache, const char *name)
+{
+    void *fn = atomic_load_explicit(cache, memory_order_acquire);
+    if (!fn) {
+        fn = dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(cache, fn, memory_order_release);
+    }
+    return fn;
+}
+
+typedef void (*sig_handler_fn)(int);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sig_handler_fn (*signal_fn)(int, sig_handler_fn);
+static void *_Atomic g_next_sigaction, *_Atomic g_next_signal, *_Atomic g_next_sysv_signal;
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (sig == SIGSEGV && heap_segv_program_action(act, old))
+        return 0;
+    sigaction_fn next = (sigaction_fn)next_fn(&g_next_sigaction, "sigaction");
+    return next(sig, act, old);
+}
+
+/* signal(SIGSEGV, handler) as glibc makes it: `flags`, the signal blocked in its handler
+ * unless SA_NODEFER; the previous handler returned. */
+static sig_handler_fn segv_signal(sig_handler_fn handler, int flags)
+{
+    if (handler == SIG_ERR) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction act, old;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (!(flags & SA_NODEFER))
+        sigaddset(&act.sa_mask, SIGSEGV);
+    act.sa_flags = flags;
+    return sigaction(SIGSEGV, &act, &old) < 0 ? SIG_ERR : old.sa_handler;
+}
+
+/* BSD semantics (glibc's signal, bsd_signal and ssignal are one function). */
+EXPORT sig_handler_fn signal(int sig, sig_handler_fn handler)
+{
+    if (sig == SIGSEGV)
+        return segv_signal(handler, SA_RESTART);
+    return ((signal_fn)next_fn(&g_next_signal, "signal"))(sig, handler);
+}
+
+/* System V semantics: one-shot, not blocked in its handler. */
+EXPORT sig_handler_fn sysv_signal(int sig, sig_handler_fn handler)
+{
+    if (sig == SIGSEGV)
+        return segv_signal(handler, SA_RESETHAND | SA_NODEFER | SA_INTERRUPT);
+    return ((signal_fn)next_fn(&g_next_sysv_signal, "sysv_signal"))(sig, handler);
+}
+
+/* Aliases, as glibc's are; gcc wants glibc's declaration attributes repeated, as above. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+EXPORT sig_handler_fn bsd_signal(int sig, sig_handler_fn handler) __attribute__((alias("signal")));
+EXPORT sig_handler_fn ssignal(int sig, sig_handler_fn handler) __attribute__((alias("signal")));
+EXPORT sig_handler_fn __sysv_signal(int sig, sig_handler_fn handler)
+    __attribute__((alias("sysv_signal")));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* ---- C++'s operator new and delete ----
  *

@@ -157,6 +157,14 @@ static long slot_of(uintptr_t addr)
 
 static unsigned live_scan(size_t count, int at_exit, int symbolize);
 
+/* The bytes a block of n takes at its page's end: n rounded to malloc's 16-byte alignment,
+ * and 16 for malloc(0), whose unique pointer must lie in the slot's page (a block at the
+ * page's very end would start in the next guard page, and its free find no slot). */
+static size_t block_room(size_t n)
+{
+    return n ? (n + 15) & ~(size_t)15 : 16;
+}
+
 void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
 {
     shim_lock_take(&g_lock);
@@ -176,7 +184,7 @@ void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
         return NULL;
     }
     uintptr_t page = slot_page(k);
-    size_t rounded = (n + 15) & ~(size_t)15;
+    size_t rounded = block_room(n);
     uintptr_t a = page + g_page - rounded;
     g_slots[k] = (struct slot){a, n, alloc_stack, 0, family, SLOT_LIVE, 0};
     shim_lock_drop(&g_lock);
@@ -302,7 +310,7 @@ static void report_edges(const struct slot *s, uintptr_t at, uint32_t free_stack
 static unsigned changed_edges(const struct slot *s, uintptr_t page, uintptr_t at[2])
 {
     unsigned n = 0;
-    size_t before = s->addr - page, slack = ((s->size + 15) & ~(size_t)15) - s->size;
+    size_t before = s->addr - page, slack = block_room(s->size) - s->size;
     size_t off = sentinel_find_change((void *)page, before);
     if (off < before)
         at[n++] = page + off;
@@ -342,8 +350,7 @@ static unsigned live_scan(size_t count, int at_exit, int symbolize)
                 found[n++] = (struct damage){*s, at[i]};
             if (m) { /* refilled: its free does not report them again */
                 sentinel_fill((void *)page, s->addr - page);
-                sentinel_fill((void *)(s->addr + s->size),
-                              ((s->size + 15) & ~(size_t)15) - s->size);
+                sentinel_fill((void *)(s->addr + s->size), block_room(s->size) - s->size);
             }
         }
         shim_lock_drop(&g_lock);

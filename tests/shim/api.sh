@@ -100,6 +100,7 @@ for opts in checksum=all "checksum=all:fill=0" ""; do
     expect_count "$err" "^tlsan: warning: tlsan_arena_create\('read-only'\): \[$hexp, \+8192\) is not mapped readable and writable memory; ignored$" "$n" "$what: read-only"
     expect_count "$err" "^tlsan: warning: arena 'heap' \[$hexp, \+67108864\) freed before tlsan_arena_destroy; dropped \(its tensors are unbound and its memory no longer read\)$" 1 "$what"
     expect_count "$err" "^tlsan: warning: tlsan_tensor_bind\('u'\): $hexp is not the base of an arena$" 1 "$what"
+    expect_count "$err" "^tlsan: warning: tlsan_arena_create\('overlap'\): \[$hexp, \+4096\) overlaps arena 'heap'; ignored$" 1 "$what: overlap"
     expect_count "$err" "^tlsan: warning: tlsan_arena_destroy\($hexp\)" 1 "$what: only the unmapped arena's destroy warns"
     expect_count "$err" "$pid_line" 1 "$what"
     expect_count "$err" "^SUMMARY: tlsan: use-after-release t \(released, read by op 'read_t'\)$" 1 "$what"

@@ -236,6 +236,21 @@ expect_rc 0 "segv-chain"
 if [ "$out" = "caught 0"$'\n'"caught 1" ] && [ "$out" = "$(cat "$tmp/nout")" ]; then ok; else
     bad "segv-chain: '$out', natively '$(cat "$tmp/nout")'"; fi
 
+# The program's own handler, installed after the shim's (sample_rate=1: at the first block):
+# the program reads the disposition it would natively (SIG_DFL, then its handler), its faults
+# reach its handler, and the faults on sampled blocks stay the shim's (before, sigaction showed
+# the shim's handler, and a handler installed later took those faults: no report).
+native segv-later
+run_prog "$base:sample_rate=1" segv-later
+expect_rc 0 "segv-later"
+expect_eq "$out" $'default 1\nmine 1\ncaught 0\ncaught 1\nprevious mine 1' "segv-later"
+expect_eq "$out" "$(cat "$tmp/nout")" "segv-later: as natively"
+expect_eq "$err" "" "segv-later: no report"
+run_prog "$base:sample_rate=1" segv-later-uaf
+expect_rc 1 "segv-later-uaf: a finding"
+expect_eq "$out" $'read 7\nsegv-later-uaf done' "segv-later-uaf: goes on as natively"
+expect_count "$err" "^SUMMARY: tlsan: heap-use-after-free " 1 "segv-later-uaf: reported"
+
 # A one-shot crash handler (SA_RESETHAND) that returns: natively the fault repeats with the
 # default action and the program dies; the shim's handler, chained to it, must reset the
 # disposition as the kernel would, not call it again for ever.

@@ -13,7 +13,8 @@
  *   plan-bad  the plan handed to tlsan_plan_load places h2 over live h1
  *   fork-exec clean, then runs itself again (fork + exec, mode clean) and waits for it
  *   misuse    arenas the shim must refuse or drop, never crash on: unmapped, wrapping around
- *             the address space, read-only; and a heap arena freed before its destroy */
+ *             the address space, read-only, inside another; and a heap arena freed before its
+ *             destroy */
 #include "tlsan/tlsan.h"
 
 #include <pthread.h>
@@ -185,6 +186,7 @@ static int misuse(void)
     if (!heap)
         return 1;
     tlsan_arena_create("heap", heap, big);
+    tlsan_arena_create("overlap", heap + 4096, 4096); /* inside 'heap': refused */
     tlsan_tensor_bind(heap, "t", heap, big / 2, 0);
     static const char *const w[] = {"t"};
     tlsan_op_info op = {"write_t", 0, NULL, 0, w, 1, NULL, 0};

@@ -16,6 +16,13 @@
  *   segv-resethand  installs a one-shot (SA_RESETHAND) SIGSEGV handler that prints a line
  *              and returns, frees a 1 MiB block, then faults on a bad address: the handler
  *              runs once, the fault repeats and the program dies of SIGSEGV
+ *   segv-later run with sample_rate=1 (the shim's handler installed at the first block):
+ *              prints whether SIGSEGV reads as the default action, installs its own handler
+ *              (signal), reads it back, faults on a bad address twice (caught), and prints
+ *              whether signal() returned its handler when the default was put back
+ *   segv-later-uaf  after its first block, installs a crash handler (signal), then reads a
+ *              freed 32-byte block (sampled under sample_rate=1: the shim's fault, not the
+ *              program's)
  *   as-limit   frees 120 blocks of 4 MiB, then maps 400 MiB itself: run under ulimit -v
  *              800000, the mapping must succeed as natively (prints "mmap ok")
  *   rss SIZE   allocates, fills and frees 200 MiB in blocks of SIZE bytes, one at a time;
@@ -185,6 +192,36 @@ int main(int argc, char **argv)
                 printf("caught %d\n", i);
             }
         }
+        return 0;
+    }
+    if (strcmp(mode, "segv-later") == 0) {
+        free(launder(malloc(64))); /* under sample_rate=1 the shim's handler is in by now */
+        struct sigaction cur;
+        sigaction(SIGSEGV, NULL, &cur);
+        printf("default %d\n", cur.sa_handler == SIG_DFL && cur.sa_flags == 0);
+        signal(SIGSEGV, on_segv);
+        sigaction(SIGSEGV, NULL, &cur);
+        printf("mine %d\n", cur.sa_handler == on_segv);
+        for (int i = 0; i < 2; i++) {
+            if (sigsetjmp(g_jump, 1) == 0) {
+                volatile int *bad = (volatile int *)(uintptr_t)16;
+                *bad = 1;
+                printf("not caught\n");
+            } else {
+                printf("caught %d\n", i);
+            }
+        }
+        printf("previous mine %d\n", signal(SIGSEGV, SIG_DFL) == on_segv);
+        return 0;
+    }
+    if (strcmp(mode, "segv-later-uaf") == 0) {
+        free(launder(malloc(64))); /* the shim's handler first, as in segv-later */
+        signal(SIGSEGV, on_segv_once);
+        unsigned char *p = malloc(32);
+        ((volatile unsigned char *)p)[20] = 7; /* kept: a store before free is dead to gcc */
+        free(p);
+        printf("read %d\n", ((volatile unsigned char *)launder(p))[20]);
+        printf("segv-later-uaf done\n");
         return 0;
     }
     if (strcmp(mode, "segv-resethand") == 0) {

@@ -25,7 +25,10 @@ run() {
 }
 
 cheap="trace=0:fill=0:quarantine_mb=0:redzone=0:stack_depth=0"
-for opts in "trace=0" "$cheap" "trace=0:quarantine_mb=1:redzone=64:stack_depth=4"; do
+# sample_rate=1: every block of at most a page is sampled (malloc(0)'s too, whose free once
+# found no slot: a false invalid-free and an abort).
+for opts in "trace=0" "$cheap" "trace=0:quarantine_mb=1:redzone=64:stack_depth=4" \
+    "trace=0:sample_rate=1"; do
     run "$opts" "$prog" threads
     expect_rc 0 "threads ($opts)"
     expect_eq "$out" "threads ok 8 x 100000" "threads ($opts)"
@@ -43,7 +46,7 @@ done
 # libc's contracts: the same results as without the shim (and exact sizes with it).
 native=$("$prog" limits 2>&1)
 expect_eq "$(printf '%s\n' "$native" | tail -n 1)" "limits ok (shim not active)" "limits natively"
-for opts in "trace=0" "$cheap"; do
+for opts in "trace=0" "$cheap" "trace=0:sample_rate=1"; do
     run "$opts" "$prog" limits
     expect_rc 0 "limits ($opts)"
     expect_eq "$(printf '%s\n' "$out" | tail -n 1)" "limits ok (shim active)" "limits ($opts)"
