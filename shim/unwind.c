@@ -117,7 +117,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
         return 0;
     }
     uintptr_t first = page_of(addr), last = page_of(addr + sizeof *val - 1);
-    if (t_cache.on && first && cached(first) && cached(last)) {
+    if (t_cache.on && first && cached(first) && (last == first || cached(last))) {
         memcpy(val, (const void *)addr, sizeof *val);
         return 0;
     }
@@ -126,7 +126,8 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
         return -1;
     if (t_cache.on) {
         remember(first);
-        remember(last);
+        if (last != first)
+            remember(last);
     }
     *val = (unw_word_t)v;
     return 0;

@@ -1283,6 +1283,15 @@ static void *forget_live(uintptr_t a)
     return real;
 }
 
+/* The block a free on this thread is capturing its stack for (heap_freeing): a lite free of
+ * it meanwhile is that free re-entered, and leaves it alone. */
+static __thread const void *t_freeing __attribute__((tls_model("initial-exec")));
+
+void heap_freeing(const void *p)
+{
+    t_freeing = p;
+}
+
 /* The lite (re-entered) free: no report can be made here. Forgets a live block and frees it;
  * leaves anything else alone: a pointer not tracked is not passed to the real free, and a
  * block being freed (claimed) by an outer free on this thread is that same free re-entered
@@ -1291,6 +1300,8 @@ static void *forget_live(uintptr_t a)
  * free finishes it. */
 static void free_lite(void *p)
 {
+    if (p == t_freeing)
+        return;
     void *real = forget_live((uintptr_t)p);
     if (real)
         real_free(real);
@@ -1354,6 +1365,70 @@ static bool fill_tolerating_faults(void *p, size_t n)
     return true;
 }
 
+/* What the locked part of a free decided for a live block, for the rest done unlocked. */
+struct retired {
+    struct block e; /* the table's copy, before the free */
+    bool keep, guarded;
+    uintptr_t lo, hi; /* the guarded range */
+    uint64_t bytes;   /* its quarantine cost */
+};
+
+/* The table part of freeing the live block at slot i of s (lock held): flagged freed (and
+ * filled, guarded) when it goes to the quarantine, else removed. */
+static void retire_locked(struct shard *s, size_t i, uint32_t free_stack, struct retired *r)
+{
+    struct block e = block_at(s, i);
+    uintptr_t a = e.addr;
+    r->e = e;
+    r->lo = r->hi = 0;
+    r->guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &r->lo, &r->hi);
+    r->bytes = quarantine_cost(&e, r->guarded && !address_space_limited() ? r->hi - r->lo : 0);
+    r->keep = g_budget && r->bytes <= g_budget;
+    if (r->keep) {
+        uint64_t flags = (e.flags & ~F_CLAIMED) | F_FREED | (g_fill ? F_FILLED : 0) |
+                         (r->guarded ? F_GUARDED : 0);
+        s->e[i].meta = (s->e[i].meta & META_SIZE) | flags << META_FLAGS_SHIFT;
+        if ((free_stack || s->st) && stacks_of(s))
+            s->st[i].free = free_stack;
+    } else {
+        remove_slot(s, i);
+        s->frees++;
+    }
+}
+
+/* The rest of a free once the table says so (no lock): the redzones checked, then the block
+ * freed for real, or guarded, filled and quarantined. */
+static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    const struct block *e = &r->e;
+    if (check_redzones(e, free_stack, "freed", r->keep))
+        end_as_natively(); /* glibc: "free(): invalid size" (its header was overwritten) */
+    if (!r->keep) {
+        real_free((char *)p - left_of(e->flags));
+        return;
+    }
+    bool guarded = r->guarded;
+    uint64_t bytes = r->bytes;
+    if (guarded && !guard(a, r->lo, r->hi)) {
+        guarded = false;
+        set_flags(a, 0, F_GUARDED);
+        bytes = quarantine_cost(e, 0);
+    }
+    bool filled = true;
+    if (g_fill && guarded) {
+        filled = fill_tolerating_faults(p, r->lo - a) &&
+                 fill_tolerating_faults((void *)r->hi, a + e->size - r->hi);
+    } else if (g_fill && e->size >= HEAP_GUARD_MIN) {
+        filled = fill_tolerating_faults(p, e->size);
+    } else if (g_fill) {
+        sentinel_fill(p, e->size);
+    }
+    if (!filled)
+        set_flags(a, 0, F_FILLED); /* not verified at its eviction: its bytes are its own */
+    quarantine(a, bytes, guarded ? r->hi - r->lo : 0);
+}
+
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
@@ -1383,46 +1458,48 @@ void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
         shim_lock_drop(&s->lock);
         return;
     }
-    struct block e = block_at(s, (size_t)i);
-    uintptr_t lo = 0, hi = 0;
-    bool guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &lo, &hi);
-    uint64_t bytes = quarantine_cost(&e, guarded && !address_space_limited() ? hi - lo : 0);
-    bool keep = g_budget && bytes <= g_budget;
-    if (keep) {
-        uint64_t flags =
-            (e.flags & ~F_CLAIMED) | F_FREED | (g_fill ? F_FILLED : 0) | (guarded ? F_GUARDED : 0);
-        s->e[i].meta = (s->e[i].meta & META_SIZE) | flags << META_FLAGS_SHIFT;
-        if ((free_stack || s->st) && stacks_of(s))
-            s->st[i].free = free_stack;
-    } else {
-        remove_slot(s, (size_t)i);
-        s->frees++;
+    struct retired r;
+    retire_locked(s, (size_t)i, free_stack, &r);
+    shim_lock_drop(&s->lock);
+    retire_unlocked(p, &r, free_stack);
+}
+
+void heap_free_once(void *p, unsigned dealloc, uint32_t free_stack)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    struct heap_claim c;
+    memset(&c, 0, sizeof c);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (i >= 0) {
+        uint64_t m = s->e[i].meta;
+        unsigned flags = (unsigned)(m >> META_FLAGS_SHIFT);
+        if (!(flags & (F_FREED | F_CLAIMED)) && (flags & HEAP_FAMILY_MASK) == dealloc) {
+            /* The common case: a live block freed by its own family, in this one visit. */
+            struct retired r;
+            retire_locked(s, (size_t)i, free_stack, &r);
+            shim_lock_drop(&s->lock);
+            retire_unlocked(p, &r, free_stack);
+            return;
+        }
+        struct block e = block_at(s, (size_t)i);
+        c.size = e.size;
+        c.left = left_of(e.flags);
+        c.alloc_stack = e.alloc_stack;
+        c.free_stack = e.free_stack;
+        c.family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
+        c.state = e.flags & F_FREED     ? HEAP_CLAIM_FREED
+                  : e.flags & F_CLAIMED ? HEAP_CLAIM_BUSY
+                                        : HEAP_CLAIM_LIVE;
+        /* A mismatch is reported before the block is freed, as heap_free_finish does. */
+        if (c.state == HEAP_CLAIM_LIVE)
+            s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
     }
     shim_lock_drop(&s->lock);
-
-    if (check_redzones(&e, free_stack, "freed", keep))
-        end_as_natively(); /* glibc: "free(): invalid size" (its header was overwritten) */
-    if (!keep) {
-        real_free((char *)p - left_of(e.flags));
-        return;
-    }
-    if (guarded && !guard(a, lo, hi)) {
-        guarded = false;
-        set_flags(a, 0, F_GUARDED);
-        bytes = quarantine_cost(&e, 0);
-    }
-    bool filled = true;
-    if (g_fill && guarded) {
-        filled = fill_tolerating_faults(p, lo - a) &&
-                 fill_tolerating_faults((void *)hi, a + e.size - hi);
-    } else if (g_fill && e.size >= HEAP_GUARD_MIN) {
-        filled = fill_tolerating_faults(p, e.size);
-    } else if (g_fill) {
-        sentinel_fill(p, e.size);
-    }
-    if (!filled)
-        set_flags(a, 0, F_FILLED); /* not verified at its eviction: its bytes are its own */
-    quarantine(a, bytes, guarded ? hi - lo : 0);
+    c.dealloc = (enum heap_family)dealloc;
+    heap_free_finish(p, &c, free_stack);
 }
 
 void heap_free(void *p, uint32_t free_stack, int lite)
@@ -1431,9 +1508,7 @@ void heap_free(void *p, uint32_t free_stack, int lite)
         free_lite(p);
         return;
     }
-    struct heap_claim c;
-    heap_free_claim(p, &c);
-    heap_free_finish(p, &c, free_stack);
+    heap_free_once(p, HEAP_FAMILY_MALLOC, free_stack);
 }
 
 bool heap_free_unclaimed(void *p)

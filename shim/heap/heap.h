@@ -130,6 +130,13 @@ struct heap_claim {
     enum heap_family dealloc;
 };
 void heap_free_claim(void *p, struct heap_claim *c);
+/* The full free in one table visit (claim and finish at once), for a caller that has captured
+ * the free stack already: a live block freed by its own family (`dealloc`) is checked, filled
+ * and quarantined; anything else is reported as heap_free_finish reports it. The capture must
+ * be bracketed by heap_freeing(p) and heap_freeing(NULL): a free of p re-entered meanwhile
+ * (ld.so's own, through the capture) is then left to this one, as a claim would make it. */
+void heap_freeing(const void *p);
+void heap_free_once(void *p, unsigned dealloc, uint32_t free_stack);
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack);
 void heap_free_unclaim(void *p);
 

@@ -47,9 +47,10 @@
 #define EXPORT      __attribute__((visibility("default")))
 #define LIKELY(x)   __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
-/* The allocation stack, skipping `skip` frames above the hook's caller; no call at all
- * when stacks are off. */
-#define STACK(skip) (shim_opts()->stack_depth ? depot_capture(skip) : 0)
+/* The allocation stack, from the hook's caller (depot_capture_here: the walk starts in the
+ * hook's frame; the shim's frames are dropped by address); no call at all when stacks are
+ * off. */
+#define STACK() (shim_opts()->stack_depth ? depot_capture_here() : 0)
 /* Keeps a call out of tail position, so the caller's frame stays on the stack. */
 #define NO_TAIL(p) __asm__ volatile("" : "+r"(p)::"memory")
 
@@ -309,7 +310,7 @@ __attribute__((always_inline)) static inline void *alloc_as(size_t n, unsigned f
         break;
     }
     int saved = errno;
-    uint32_t stack = STACK(1);
+    uint32_t stack = STACK();
     void *p;
     if (UNLIKELY(sample_due()) && (p = sample_alloc(n, family, 0, stack)))
         return done(p, saved);
@@ -333,7 +334,7 @@ __attribute__((noinline)) static void free_sampled(void *p, unsigned family)
         size_t n;
         if (sample_size(p, &n))
             engine_heap_block_freed(p, n);
-        uint32_t stack = STACK(1);
+        uint32_t stack = STACK();
         sample_free(p, family, stack, true);
         shim_leave();
     } else if (how != P_DEFER) {
@@ -377,14 +378,25 @@ __attribute__((always_inline)) static inline void free_as(void *p, unsigned fami
         errno = saved;
         return;
     }
-    /* The block is claimed before the stack is captured: the capture may re-enter a free
-     * of the same block (ld.so), which must then leave it to this one. */
+    /* The capture may re-enter a free of the same block (ld.so), which must then leave it
+     * to this one: marked as this thread's (heap_freeing) while the stack is captured, and
+     * freed in one table visit after; with engine arenas to tell, the block's size is needed
+     * before, so it is claimed before the capture instead. */
+    if (!engine_has_arenas()) {
+        heap_freeing(p);
+        uint32_t stack = STACK();
+        heap_freeing(NULL);
+        heap_free_once(p, family, stack);
+        shim_leave();
+        errno = saved;
+        return;
+    }
     struct heap_claim c;
     heap_free_claim(p, &c);
     c.dealloc = (enum heap_family)family;
     if (c.state == HEAP_CLAIM_LIVE)
         engine_heap_block_freed(p, c.size);
-    uint32_t stack = STACK(1);
+    uint32_t stack = STACK();
     heap_free_finish(p, &c, stack);
     shim_leave();
     errno = saved;
@@ -425,7 +437,7 @@ EXPORT void *calloc(size_t count, size_t size)
         break;
     }
     int saved = errno;
-    uint32_t stack = STACK(1);
+    uint32_t stack = STACK();
     void *p;
     if (UNLIKELY(sample_due()) && (p = sample_alloc(n, HEAP_FAMILY_MALLOC, 1, stack)))
         return done(p, saved);
@@ -563,7 +575,7 @@ EXPORT void *realloc(void *p, size_t n)
     int saved = errno;
     struct heap_claim c;
     heap_free_claim(p, &c);
-    uint32_t stack = STACK(1);
+    uint32_t stack = STACK();
     if (c.state != HEAP_CLAIM_LIVE) {
         /* Freed already or never allocated: reported as free would report it. */
         heap_free_finish(p, &c, stack);
