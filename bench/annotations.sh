@@ -13,7 +13,9 @@
 # round; the outputs of the three builds must be identical.
 #
 # Environment: TLSAN_BENCH_REPEAT (7), TLSAN_BENCH_SMALL_ARGS ("--exec seq --repeat 3000"),
-# TLSAN_BENCH_LARGE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128").
+# TLSAN_BENCH_LARGE_ARGS ("--exec pool --repeat 40 --seq 64 --hidden 128"), TLSAN_BENCH_CFLAGS
+# (more compiler flags for all three builds, e.g. "-falign-functions=64 -falign-loops=64" to
+# take the placement of the kernels' loops out of the comparison).
 set -euo pipefail
 
 build=${1:-build}
@@ -25,11 +27,12 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+read -r -a extra_cflags <<<"${TLSAN_BENCH_CFLAGS:-}"
 variants=(annotated no-valgrind disabled)
 declare -A defines=([annotated]="" [no-valgrind]="-DTLSAN_NO_VALGRIND" [disabled]="-DTLSAN_DISABLE")
 for v in "${variants[@]}"; do
     # shellcheck disable=SC2086
-    cc -std=c11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -rdynamic ${defines[$v]} \
+    cc -std=c11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -rdynamic ${defines[$v]} "${extra_cflags[@]}" \
         -I"$src/include" -I"$src/examples/engine" "$src"/examples/engine/*.c -o "$tmp/engine-$v" \
         -lm -lpthread
 done
@@ -85,6 +88,6 @@ table() { # LABEL ARGS...
     done
 }
 
-echo "## Annotations without the shim ($(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%F))"
+echo "## Annotations without the shim ($(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%F))${extra_cflags[*]:+, built with ${extra_cflags[*]}}"
 table small "${small_args[@]}"
 table large "${large_args[@]}"

@@ -2,8 +2,15 @@
  *
  * Binds and releases are stream-ordered: a root is bound on the stream of the op that first
  * writes it, just before that op, and released on the stream of its release step, just after
- * it (the planner picked that step so every access happens before it). Views are bound with
- * their root.
+ * it (the planner picked that step so every access happens before it).
+ *
+ * The annotations use tlsan.h's handles (version 2): each bind returns the tenant's handle,
+ * which the ops, the release and the views name; a view is declared once, at its root's
+ * first bind, and follows the root's later binds; an in-place output the planner merged is
+ * bound with tlsan_bind_inplace over its input, which makes it the op's in-place pair and
+ * the input's release a handover; each op carries the line of the model (graph.c) that
+ * declares it, since every op runs through the same executor line. Releases stay the
+ * version-1 call (release_root says why).
  *
  * Two bugs need a definite interleaving of the streams to show what they do every time; it
  * is forced with hidden gates (condition variables the annotations do not mention), the way
@@ -41,6 +48,9 @@ struct runtime {
     unsigned char *arena[ARENA_COUNT];
     float *addr[MAX_TENSORS];
     int bound[MAX_TENSORS];
+    /* Roots: the current tenant's handle; views: the handle of their one declaration. */
+    tlsan_tensor handle[MAX_TENSORS];
+    int declared[MAX_TENSORS]; /* views declared (once, at the root's first bind) */
     /* The walk. */
     int n_inst;
     int step[MAX_INST], iter[MAX_INST];
@@ -88,13 +98,17 @@ static int skipped(const struct graph *g, const struct op *o)
 
 /* ---- binds and releases ---- */
 
-static void bind_views(struct runtime *rt, int root)
+/* The views of `root` not declared yet, each after its base (a view's base comes before it
+ * in the graph). Declared once: tlsan declares them again on each later bind of the root. */
+static void declare_views(struct runtime *rt, int root)
 {
     const struct graph *g = rt->g;
     for (int v = 0; v < g->nt; v++)
-        if (g->t[v].view_of >= 0 && graph_root(g, v) == root)
-            tlsan_view_bind(g->t[v].name, g->t[g->t[v].view_of].name, g->t[v].view_offset,
-                            g->t[v].bytes);
+        if (g->t[v].view_of >= 0 && !rt->declared[v] && graph_root(g, v) == root) {
+            rt->handle[v] = tlsan_view(g->t[v].name, rt->handle[g->t[v].view_of],
+                                       g->t[v].view_offset, g->t[v].bytes);
+            rt->declared[v] = 1;
+        }
 }
 
 static void bind_root(struct runtime *rt, int r, int step)
@@ -107,11 +121,14 @@ static void bind_root(struct runtime *rt, int r, int step)
         flags |= TLSAN_BIND_INPUT;
     if (t->flags & TF_OUTPUT)
         flags |= TLSAN_BIND_OUTPUT;
-    if (t->inplace_of >= 0 && t->inplace_op == step)
-        flags |= TLSAN_BIND_INPLACE;
-    tlsan_tensor_bind(rt->arena[t->arena], t->name, rt->addr[r], t->bytes, flags);
+    /* The planner merged it over its input at this op (same bytes): one declaration. */
+    if (t->inplace_of >= 0 && t->inplace_op == step && rt->bound[t->inplace_of]) {
+        rt->handle[r] = tlsan_bind_inplace(t->name, rt->handle[t->inplace_of], flags);
+    } else {
+        rt->handle[r] = tlsan_bind(rt->arena[t->arena], t->name, rt->addr[r], t->bytes, flags);
+    }
     rt->bound[r] = 1;
-    bind_views(rt, r);
+    declare_views(rt, r);
 }
 
 static void release_root(struct runtime *rt, int r)
@@ -122,6 +139,10 @@ static void release_root(struct runtime *rt, int r)
     for (int s = 0; s < g->nt; s++)
         if (g->t[s].inplace_of == r && rt->bound[s])
             flags |= TLSAN_RELEASE_HANDOVER;
+    /* The version-1 release, by arena, name and address, not tlsan_release(handle): under
+     * Valgrind without the shim only it tells memcheck the bytes are free (a handle is 0
+     * there), and without that each later bind of those bytes is a chunk overlapping one
+     * still allocated. The handle is stale after it all the same. */
     tlsan_tensor_release(rt->arena[g->t[r].arena], g->t[r].name, rt->addr[r], flags);
     rt->bound[r] = 0;
 }
@@ -169,20 +190,25 @@ static void run_kernel(struct runtime *rt, int step)
 {
     const struct graph *g = rt->g;
     const struct op *o = &g->ops[step];
-    const char *reads[MAX_IO], *writes[MAX_IO], *inplace[4];
+    tlsan_tensor reads[MAX_IO], writes[MAX_IO];
+    /* The handles of the tenants live now (another stream may have bound them). */
+    pthread_mutex_lock(&rt->lock);
     for (int i = 0; i < o->n_reads; i++)
-        reads[i] = g->t[o->reads[i]].name;
+        reads[i] = rt->handle[o->reads[i]];
     for (int i = 0; i < o->n_writes; i++)
-        writes[i] = g->t[o->writes[i]].name;
-    for (int p = 0; p < o->n_inplace; p++) {
-        inplace[2 * p] = g->t[o->inplace[p][0]].name;
-        inplace[2 * p + 1] = g->t[o->inplace[p][1]].name;
+        writes[i] = rt->handle[o->writes[i]];
+    pthread_mutex_unlock(&rt->lock);
+    tlsan_op_decl decl = {o->name,
+                          o->stream,
+                          reads,
+                          (size_t)o->n_reads,
+                          writes,
+                          (size_t)o->n_writes,
+                          {o->file, o->line, o->func}};
+    TLSAN_OP_SCOPE_DESC(&decl)
+    {
+        kernel_run(g, o, rt->addr);
     }
-    tlsan_op_info info = {o->name, o->stream,           reads,   (size_t)o->n_reads,
-                          writes,  (size_t)o->n_writes, inplace, (size_t)o->n_inplace};
-    uint64_t tok = tlsan_op_begin(&info);
-    kernel_run(g, o, rt->addr);
-    tlsan_op_end(tok);
 }
 
 /* ---- hidden gates ---- */

@@ -82,8 +82,9 @@ static int parse_list(struct graph *g, const char *list, int *out)
     return n;
 }
 
-static struct op *add_op(struct graph *g, const char *name, enum op_kind kind, int stream,
-                         const char *reads, const char *writes)
+static struct op *add_op_at(struct graph *g, const char *file, int line, const char *func,
+                            const char *name, enum op_kind kind, int stream, const char *reads,
+                            const char *writes)
 {
     if (g->nops == MAX_OPS)
         die("too many ops", name);
@@ -94,12 +95,18 @@ static struct op *add_op(struct graph *g, const char *name, enum op_kind kind, i
     o->stream = g->mode == EXEC_POOL ? stream : 0;
     o->arm = ARM_NONE;
     o->alpha = 1.0f;
+    o->file = file;
+    o->line = line;
+    o->func = func;
     if (reads)
         o->n_reads = parse_list(g, reads, o->reads);
     if (writes)
         o->n_writes = parse_list(g, writes, o->writes);
     return o;
 }
+
+/* add_op at the line of the model that declares the op. */
+#define add_op(g, ...) add_op_at((g), __FILE__, __LINE__, __func__, __VA_ARGS__)
 
 static void add_inplace(struct graph *g, struct op *o, const char *out, const char *in)
 {

@@ -84,6 +84,10 @@ struct op {
     int arm;     /* ARM_* */
     int event;   /* sync ops: event id (1-based) */
     int dropped; /* missing-event: the executor leaves this sync op out (and the plan too) */
+    /* Where the model declares it (graph.c), which reports name: every op runs through the
+     * same executor line, so its stack alone does not tell the ops apart. */
+    const char *file, *func;
+    int line;
 };
 
 struct graph {

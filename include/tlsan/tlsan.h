@@ -85,8 +85,10 @@ typedef struct tlsan_op_info {
  *  accesses. A plain 8-byte value, copied freely; the shim owns what it refers to. The tensor's
  *  name stays what reports and traces show. id 0 is no tensor: what every call returns when
  *  the shim is not loaded or refused the call (with a usage warning); passing it anywhere is
- *  a no-op. A storage root's handle stands for its current tenant: after its release (and a
- *  new bind of the name) it is stale, and calls given it are refused with a usage warning.
+ *  a no-op. A storage root's handle stands for its current tenant: after its release it is
+ *  stale. Until the name is bound again, an op or a host access given it reads or writes that
+ *  released tenant (`use-after-release`, as by name); once the name is bound again, and in
+ *  every other call (release, view, in-place bind), it is refused with a usage warning.
  *  A view's handle follows its base: it stays valid across the root's later binds. */
 typedef struct tlsan_tensor {
     uint64_t id;
@@ -419,7 +421,8 @@ static inline void tlsan_release(tlsan_tensor tensor)
 /** tlsan_op_begin() for an op declared by handle, with its source location (op->loc, shown in
  *  reports as "op 'NAME' (FILE:LINE in FUNC)"; the latest location given for a name is the
  *  one shown). The same checks; end it with tlsan_op_end(). Returns the token, 0 when the shim
- *  is not loaded. A stale handle among the reads or writes is left out with a usage warning. */
+ *  is not loaded. A handle of a released tenant whose name is not bound again is that tenant
+ *  (use-after-release); another stale handle is left out with a usage warning. */
 static inline uint64_t tlsan_op_start(const tlsan_op_decl *op)
 {
 #ifndef TLSAN_DISABLE

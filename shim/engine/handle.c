@@ -337,11 +337,23 @@ bool engine_op_location(const char *op, char *buf, size_t cap)
 
 /* The name a handle stands for in an op of `op_name` (NULL: left out, with a warning once the
  * lock is dropped, counted in *n_refused). Lock held. */
+/* Whether stale handle h names the latest tenant of its root, released and not bound again
+ * since: an access through it is a use-after-release of that tenant, which the name alone
+ * tells the version-1 checks (a released name). Lock held. */
+static bool names_released_tenant(uint64_t h, const struct tensor *t)
+{
+    return !t->is_view && !t->bound && handle_tenant(h) != 0 && tenant_of(t) == handle_tenant(h);
+}
+
 static const char *access_name(uint64_t h, bool *refused)
 {
     struct slot *s = NULL;
     struct tensor *t = NULL;
     enum handle_status st = handle_get(h, &s, &t);
+    if (st == HANDLE_STALE && names_released_tenant(h, t)) {
+        *refused = false;
+        return t->name;
+    }
     *refused = st != HANDLE_OK && st != HANDLE_NONE;
     return st == HANDLE_OK ? t->name : NULL;
 }
@@ -431,9 +443,13 @@ void tlsan_rt_host_access(uint64_t tensor, size_t offset_bytes, size_t size_byte
     struct slot *s = NULL;
     struct tensor *t = NULL;
     enum handle_status st = handle_get(tensor, &s, &t);
-    /* Copied: the name's text lives for the process, but a report below may need it. */
-    const char *name = st == HANDLE_OK ? t->name : NULL;
+    /* Copied: the name's text lives for the process, but a report below may need it. A
+     * released tenant's handle is its (released) name, accessed whole. */
+    bool released = st == HANDLE_STALE && names_released_tenant(tensor, t);
+    const char *name = st == HANDLE_OK || released ? t->name : NULL;
     uint64_t size = st == HANDLE_OK ? t->size : 0;
+    if (released)
+        offset_bytes = 0, size_bytes = SIZE_MAX;
     engine_unlock();
     if (!name) {
         usage_warning("tlsan_host_access: the handle is %s; ignored", refusal(st));

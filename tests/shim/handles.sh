@@ -64,6 +64,25 @@ expect_in "$err" "op 'host_read(h2v)' reads view 'h2v' of 'h2', after the releas
 expect_top_frame "$err" "read by op 'host_read(h2v)' ($(at 'tlsan_host_read(h2v)') in graph) at" graph host-uar
 expect_count "$err" "^SUMMARY: tlsan: use-after-release h2v \(released, read by op 'host_read\(h2v\)'\)$" 1 host-uar
 
+# A root's own handle after its release (the name not bound since) is a use-after-release
+# of that tenant, reported as by name; before, the op left the access out with a usage
+# warning ("1 stale or unknown tensor handle(s) left out") and nothing was found.
+run exitcode=23 uar-root
+expect_rc 23 uar-root
+expect_count "$err" "$pid_line" 1 uar-root
+expect_count "$err" "${pid_line}use-after-release on tensor 'h1'$" 1 uar-root
+expect_count "$err" "^  op 'relu_4' reads 'h1' \(arena 'a0', bytes \[8192, 12192\)\) after its release$" 1 uar-root
+expect_top_frame "$err" "read by op 'relu_4' ($(at 'TLSAN_OP_SCOPE("relu_4", 0, TLSAN_READS(h3, h1)') in graph) at" graph uar-root
+expect_count "$err" "warning" 0 uar-root
+expect_count "$err" "^SUMMARY: tlsan: use-after-release h1 \(released, read by op 'relu_4'\)$" 1 uar-root
+
+run exitcode=23 host-uar-root
+expect_rc 23 host-uar-root
+expect_count "$err" "$pid_line" 1 host-uar-root
+expect_count "$err" "^  op 'host_read\(h2\)' reads 'h2' \(arena 'a0', bytes \[12288, 16384\)\) after its release$" 1 host-uar-root
+expect_top_frame "$err" "read by op 'host_read(h2)' ($(at 'tlsan_host_read(h2);') in graph) at" graph host-uar-root
+expect_count "$err" "^SUMMARY: tlsan: use-after-release h2 \(released, read by op 'host_read\(h2\)'\)$" 1 host-uar-root
+
 run exitcode=23 host-unwritten
 expect_rc 23 host-unwritten
 expect_count "$err" "$pid_line" 1 host-unwritten
@@ -115,7 +134,7 @@ tlsan: warning: op 'stale_op': 1 stale or unknown tensor handle(s) left out
 tlsan: warning: tlsan_bind_inplace('c'): its input 'av' is a view, not a storage root; ignored" misuse
 
 # ---- without the shim: every call a no-op, the same output ----
-for mode in clean uar-view host-uar host-unwritten inplace-read clobber desc-uar misuse; do
+for mode in clean uar-view host-uar host-unwritten inplace-read clobber desc-uar misuse uar-root host-uar-root; do
     "$prog" "$mode" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     out=$(cat "$tmp/out")

@@ -11,7 +11,9 @@
  * plants one bug in the first run:
  *   clean        none
  *   uar-view     relu_4 also reads the view h1v after h1's release
+ *   uar-root     relu_4 also reads h1 by its own handle after its release
  *   host-uar     the host reads h2 (by a view) after its release
+ *   host-uar-root  the host reads h2 by its own handle after its release
  *   host-unwritten  the host reads h3 before add_3 wrote it
  *   inplace-read relu_4 runs after neg_6 and reads h4, whose bytes neg_6 consumed in place
  *   clobber      'tmp' is bound inside live h1 and written by scale_9; add_3 then reads h1
@@ -29,7 +31,18 @@
 #define ARENA_BYTES 65536
 #define RUNS        3
 
-enum mode { CLEAN, UAR_VIEW, HOST_UAR, HOST_UNWRITTEN, INPLACE_READ, CLOBBER, DESC_UAR, MISUSE };
+enum mode {
+    CLEAN,
+    UAR_VIEW,
+    HOST_UAR,
+    HOST_UNWRITTEN,
+    INPLACE_READ,
+    CLOBBER,
+    DESC_UAR,
+    MISUSE,
+    UAR_ROOT,
+    HOST_UAR_ROOT
+};
 
 /* Not static: -rdynamic exports them, so report stacks name them; not inlined, so the stacks
  * start there (handles.sh checks frame #0). */
@@ -127,12 +140,19 @@ void graph(int run)
         tlsan_release(tmp);
     if (fault && mode == HOST_UAR)
         tlsan_host_read(h2v); /* line: host_read(h2v) */
+    if (fault && mode == HOST_UAR_ROOT)
+        tlsan_host_read(h2); /* line: host_read(h2) */
 
     tlsan_tensor h4 = tlsan_bind(arena, "h4", arena + 8192, 4000, 0);
     tlsan_tensor y = {0};
     if (!(fault && mode == INPLACE_READ)) {
         if (fault && mode == UAR_VIEW) {
             TLSAN_OP_SCOPE("relu_4", 0, TLSAN_READS(h3, h1v), TLSAN_WRITES(h4))
+            {
+                kernel(at(8192), at(0), NULL, 1000, 2);
+            }
+        } else if (fault && mode == UAR_ROOT) {
+            TLSAN_OP_SCOPE("relu_4", 0, TLSAN_READS(h3, h1), TLSAN_WRITES(h4))
             {
                 kernel(at(8192), at(0), NULL, 1000, 2);
             }
@@ -212,15 +232,16 @@ static void misuse(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = {"clean",        "uar-view", "host-uar", "host-unwritten",
-                                        "inplace-read", "clobber",  "desc-uar", "misuse"};
+    static const char *const names[] = {
+        "clean",   "uar-view", "host-uar", "host-unwritten", "inplace-read",
+        "clobber", "desc-uar", "misuse",   "uar-root",       "host-uar-root"};
     const char *m = argc > 1 ? argv[1] : "clean";
     size_t k = 0;
     while (k < sizeof names / sizeof names[0] && strcmp(names[k], m) != 0)
         k++;
     if (k == sizeof names / sizeof names[0]) {
         fprintf(stderr, "usage: prog_handles clean|uar-view|host-uar|host-unwritten|"
-                        "inplace-read|clobber|desc-uar|misuse\n");
+                        "inplace-read|clobber|desc-uar|misuse|uar-root|host-uar-root\n");
         return 2;
     }
     mode = (enum mode)k;
