@@ -996,7 +996,7 @@ static bool guard_fault(uintptr_t addr, int is_write)
 
 /* Whatever the program had for SIGSEGV when the handler was installed, called as the kernel
  * would have called it: with its sa_mask (and SIGSEGV unless SA_NODEFER) blocked, and, for
- * SA_RESETHAND, the disposition reset to SIG_DFL first, so that a crash handler that returns
+ * SA_RESETHAND, the program's action reset to SIG_DFL first, so that a crash handler that returns
  * (to fault again and die) does die instead of being called for ever. */
 static void chain_segv(int sig, siginfo_t *si, void *uc)
 {
@@ -1005,11 +1005,13 @@ static void chain_segv(int sig, siginfo_t *si, void *uc)
                        ? prev.sa_sigaction != NULL
                        : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
     if (handler) {
+        /* Only the program's action goes back to SIG_DFL: the shim's handler stays the
+         * kernel's, so that a handler that installs itself again (a sigaction the shim
+         * keeps for the program) is called at the next fault, as natively. */
         if (prev.sa_flags & SA_RESETHAND) {
             struct sigaction dfl;
             memset(&dfl, 0, sizeof dfl);
             dfl.sa_handler = SIG_DFL;
-            __sigaction(SIGSEGV, &dfl, NULL);
             g_prev_segv = dfl;
         }
         /* This handler runs with SIGSEGV blocked (the kernel restores the program's mask
