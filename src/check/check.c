@@ -369,10 +369,10 @@ static int check_view_lifetime_hull(checker *c, uint32_t t)
     if (life_empty(h))
         return 0;
     /* widen each end to the whole loop body it lies in (the loop rule's most) */
-    if (h.first >= 0 && h.first < (int32_t)p->n_ops && p->op_loop[h.first] != NO_INDEX)
-        h.first = (int32_t)p->loops[p->op_loop[h.first]].first_op;
-    if (h.last >= 0 && h.last < (int32_t)p->n_ops && p->op_loop[h.last] != NO_INDEX)
-        h.last = (int32_t)p->loops[p->op_loop[h.last]].last_op;
+    if (h.first >= 0 && h.first < (int32_t)p->n_ops && plan_op_loop(p, h.first) != NO_INDEX)
+        h.first = (int32_t)p->loops[plan_op_loop(p, h.first)].first_op;
+    if (h.last >= 0 && h.last < (int32_t)p->n_ops && plan_op_loop(p, h.last) != NO_INDEX)
+        h.last = (int32_t)p->loops[plan_op_loop(p, h.last)].last_op;
     const int64_t *declared = tensor_x(p, &p->tensors[t])->lifetime;
     if (declared[0] <= h.first && h.last <= declared[1])
         return 0;
@@ -1156,6 +1156,7 @@ static int check_one(const tlsan_plan *p, const tlsan_check_options *opt, tlsan_
         access_index_build(&c.ix, p) != 0 || order_init(&c.oc, p, &c.ix) != 0 ||
         collect_decls(&c) != 0)
         goto out;
+    c.ps.ix = &c.ix;
     /* A root with no conditional access has one lifetime on every path: make its hull that
      * lifetime (the tenant chains rely on it being exact), and with no branches at all
      * every hull becomes exact, so the sweep offers only pairs that truly collide. */

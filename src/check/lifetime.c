@@ -11,8 +11,12 @@ void access_index_free(access_index *ix)
     free(ix->rw);
     free(ix->hull);
     free(ix->must);
-    free(ix->cond_ops_prefix);
+    free(ix->cond_bits);
+    free(ix->cond_rank);
     free(ix->cond_ops);
+    free(ix->cond_if_start);
+    free(ix->cond_ifs);
+    free(ix->cond_arms);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -47,9 +51,11 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     ix->start = calloc(nt + 1, sizeof *ix->start);
     ix->hull = malloc((nt ? nt : 1) * sizeof *ix->hull);
     ix->must = malloc((nt ? nt : 1) * sizeof *ix->must);
-    ix->cond_ops_prefix = malloc((no + 1) * sizeof *ix->cond_ops_prefix);
+    size_t n_words = no / 64 + 1;
+    ix->cond_bits = calloc(n_words, sizeof *ix->cond_bits);
+    ix->cond_rank = malloc(n_words * sizeof *ix->cond_rank);
     last = calloc(nt ? nt : 1, sizeof *last);
-    if (!ix->start || !ix->hull || !ix->must || !ix->cond_ops_prefix || !last)
+    if (!ix->start || !ix->hull || !ix->must || !ix->cond_bits || !ix->cond_rank || !last)
         goto fail;
 
     /* Count, then fill: a CSR layout keeps each root's accesses contiguous and sorted. */
@@ -78,10 +84,13 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     if (!cursor)
         goto fail;
     memcpy(cursor, ix->start, (nt ? nt : 1) * sizeof *cursor);
-    ix->cond_ops_prefix[0] = 0;
+    uint32_t n_cond = 0;
     for (uint32_t o = 0; o < no; o++) {
         uint8_t cond = op_x(p, &p->ops[o])->n_cond ? ACC_COND : 0;
-        ix->cond_ops_prefix[o + 1] = ix->cond_ops_prefix[o] + (cond ? 1 : 0);
+        if (cond) {
+            ix->cond_bits[o / 64] |= UINT64_C(1) << (o % 64);
+            n_cond++;
+        }
         FOR_EACH_ROOT_ACCESS(p, o, r, bit, {
             if (last[r] != o + 1) {
                 last[r] = o + 1;
@@ -95,13 +104,37 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     }
     free(cursor);
     cursor = NULL;
-    ix->cond_ops =
-        malloc((ix->cond_ops_prefix[no] ? ix->cond_ops_prefix[no] : 1) * sizeof *ix->cond_ops);
+    ix->cond_ops = malloc((n_cond ? n_cond : 1) * sizeof *ix->cond_ops);
     if (!ix->cond_ops)
         goto fail;
-    for (uint32_t o = 0; o < no; o++)
-        if (op_x(p, &p->ops[o])->n_cond)
-            ix->cond_ops[ix->cond_ops_prefix[o]] = o;
+    n_cond = 0;
+    for (size_t w = 0; w < n_words; w++) {
+        ix->cond_rank[w] = n_cond;
+        for (uint64_t bits = ix->cond_bits[w]; bits; bits &= bits - 1)
+            ix->cond_ops[n_cond++] = (uint32_t)(64 * w + (size_t)__builtin_ctzll(bits));
+    }
+    ix->cond_if_start = malloc((n_cond + 1) * sizeof *ix->cond_if_start);
+    if (!ix->cond_if_start)
+        goto fail;
+    size_t n_ifs = 0;
+    for (uint32_t k = 0; k < n_cond; k++) {
+        ix->cond_if_start[k] = (uint32_t)n_ifs;
+        n_ifs += op_x(p, &p->ops[ix->cond_ops[k]])->n_cond;
+    }
+    if (n_ifs > UINT32_MAX)
+        goto fail;
+    ix->cond_if_start[n_cond] = (uint32_t)n_ifs;
+    ix->cond_ifs = malloc((n_ifs ? n_ifs : 1) * sizeof *ix->cond_ifs);
+    ix->cond_arms = malloc((n_ifs ? n_ifs : 1) * sizeof *ix->cond_arms);
+    if (!ix->cond_ifs || !ix->cond_arms)
+        goto fail;
+    for (uint32_t k = 0; k < n_cond; k++) {
+        const op_extra *x = op_x(p, &p->ops[ix->cond_ops[k]]);
+        for (uint32_t c = 0; c < x->n_cond; c++) {
+            ix->cond_ifs[ix->cond_if_start[k] + c] = p->id_pool.v[x->cond_start + 2 * c];
+            ix->cond_arms[ix->cond_if_start[k] + c] = p->id_pool.v[x->cond_start + 2 * c + 1];
+        }
+    }
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
      * whenever they could be, so the hull contains every path's lifetime). */
@@ -127,14 +160,14 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
                 }
             }
             for (uint32_t a = ix->start[r]; a < ix->start[r + 1]; a++) {
-                uint32_t l = p->op_loop[ix->op[a]];
+                uint32_t l = plan_op_loop(p, ix->op[a]);
                 if (l == NO_INDEX)
                     continue;
                 const loop_rec *L = &p->loops[l];
                 bool before = hull.first < (int32_t)L->first_op;
                 bool any_read = false;
                 uint32_t b = a;
-                while (b < ix->start[r + 1] && p->op_loop[ix->op[b]] == l) {
+                while (b < ix->start[r + 1] && plan_op_loop(p, ix->op[b]) == l) {
                     any_read |= (ix->rw[b] & ACC_READ) != 0;
                     b++;
                 }
@@ -151,7 +184,7 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
                     continue;
                 int32_t s = (int32_t)ix->op[a];
                 bool relevant = life_empty(must) || s < must.first || s > must.last;
-                uint32_t l = p->op_loop[ix->op[a]];
+                uint32_t l = plan_op_loop(p, ix->op[a]);
                 if (!relevant && l != NO_INDEX) {
                     const loop_rec *L = &p->loops[l];
                     relevant = (int32_t)L->first_op < must.first || (int32_t)L->last_op > must.last;
@@ -175,6 +208,16 @@ bool op_runs(const path_state *ps, uint32_t op)
 {
     if (ps->all_run)
         return true;
+    const access_index *ix = ps->ix;
+    if (ix) {
+        if (!((ix->cond_bits[op / 64] >> (op % 64)) & 1))
+            return true; /* no condition */
+        uint32_t k = cond_ops_before(ix, op);
+        for (uint32_t c = ix->cond_if_start[k]; c < ix->cond_if_start[k + 1]; c++)
+            if (ps->arm[ix->cond_ifs[c]] != ix->cond_arms[c])
+                return false;
+        return true;
+    }
     const tlsan_plan *p = ps->plan;
     const op_extra *o = op_x(p, &p->ops[op]);
     for (uint32_t k = 0; k < o->n_cond; k++) {
@@ -226,11 +269,23 @@ void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op)
     }
 }
 
+void if_set_add_cond(if_set *s, const access_index *ix, uint32_t k)
+{
+    for (uint32_t c = ix->cond_if_start[k]; c < ix->cond_if_start[k + 1]; c++) {
+        uint32_t f = ix->cond_ifs[c];
+        if (s->stamp[f] != s->gen) {
+            s->stamp[f] = s->gen;
+            s->ifs[s->n++] = f;
+        }
+    }
+}
+
 void if_set_add_root(if_set *s, const tlsan_plan *p, const access_index *ix, uint32_t root)
 {
+    (void)p;
     for (uint32_t a = ix->start[root]; a < ix->start[root + 1]; a++)
-        if (ix->rw[a] & ACC_RELEVANT)
-            if_set_add_op(s, p, ix->op[a]);
+        if (ix->rw[a] & ACC_RELEVANT) /* a relevant access is conditional */
+            if_set_add_cond(s, ix, cond_ops_before(ix, ix->op[a]));
 }
 
 void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, int32_t lo,
@@ -242,10 +297,11 @@ void if_set_add_range(if_set *s, const tlsan_plan *p, const access_index *ix, in
         hi = (int32_t)p->n_ops - 1;
     if (lo > hi)
         return;
-    for (uint32_t k = ix->cond_ops_prefix[lo]; k < ix->cond_ops_prefix[hi + 1]; k++) {
+    uint32_t end = cond_ops_before(ix, (uint32_t)hi + 1);
+    for (uint32_t k = cond_ops_before(ix, (uint32_t)lo); k < end; k++) {
         if (s->n >= IF_SET_SATURATED)
             return;
-        if_set_add_op(s, p, ix->cond_ops[k]);
+        if_set_add_cond(s, ix, k);
     }
 }
 
@@ -293,7 +349,7 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
     }
     size_t i = 0;
     while (i < n) {
-        uint32_t loop = p->op_loop[ops[i]];
+        uint32_t loop = plan_op_loop(p, ops[i]);
         if (loop == NO_INDEX) {
             bool runs = !(rw[i] & ACC_COND) ||
                         ((!skip_irrelevant || (rw[i] & ACC_RELEVANT)) && op_runs(ps, ops[i]));
@@ -309,7 +365,7 @@ static life life_of(const tlsan_plan *p, const uint32_t *ops, const uint8_t *rw,
         const loop_rec *L = &p->loops[loop];
         bool before = l.first < (int32_t)L->first_op;
         bool touched = false, first_reads = false, any_read = false;
-        while (i < n && p->op_loop[ops[i]] == loop) {
+        while (i < n && plan_op_loop(p, ops[i]) == loop) {
             any_read |= (rw[i] & ACC_READ) != 0;
             bool runs = !(rw[i] & ACC_COND) ||
                         ((!skip_irrelevant || (rw[i] & ACC_RELEVANT)) && op_runs(ps, ops[i]));

@@ -46,9 +46,26 @@ typedef struct access_index {
     life *hull;      /* per root: union of its lifetimes over all paths (loop rule included
                         conservatively: every loop it touches is assumed carried) */
     life *must;      /* per root: span of its unconditional accesses and flags */
-    uint32_t *cond_ops_prefix; /* n_ops + 1: number of conditional ops before each step */
-    uint32_t *cond_ops;        /* the conditional ops in step order (cond_ops_prefix[n_ops]) */
+    /* The conditional ops: a bit per step, and per word of 64 steps how many are before it,
+     * so that counting those before a step is a word lookup and a popcount (0.2 bytes per
+     * op instead of a 4-byte prefix count). */
+    uint64_t *cond_bits; /* n_ops / 64 + 1 words */
+    uint32_t *cond_rank;
+    uint32_t *cond_ops; /* the conditional ops in step order */
+    /* Per conditional op k (in that order), its conditions: if cond_ifs[c] takes arm
+     * cond_arms[c] for c in cond_if_start[k] .. cond_if_start[k+1]-1, contiguous, so that
+     * collecting the ifs of a range of steps, or asking whether an op runs, does not visit
+     * the op records. */
+    uint32_t *cond_if_start;
+    uint32_t *cond_ifs, *cond_arms;
 } access_index;
+
+/* How many conditional ops are before step `step` (0 .. n_ops). */
+static inline uint32_t cond_ops_before(const access_index *ix, uint32_t step)
+{
+    uint64_t below = ix->cond_bits[step / 64] & ((UINT64_C(1) << (step % 64)) - 1);
+    return ix->cond_rank[step / 64] + (uint32_t)__builtin_popcountll(below);
+}
 
 /* Builds the index for a finalized plan. 0 on success, -1 when out of memory (the index is
  * then freed). */
@@ -58,9 +75,10 @@ void access_index_free(access_index *ix);
 /* Which arm each `if` takes on the path being judged. */
 typedef struct path_state {
     const tlsan_plan *plan;
-    uint32_t *arm; /* per if: the current arm; only the enumerated ifs are meaningful */
-    bool all_run;  /* approximation: every op runs and every loop a root touches is carried,
-                      so each lifetime contains the lifetime of every path */
+    const access_index *ix; /* the plan's index, when built (op_runs() reads it), or NULL */
+    uint32_t *arm;          /* per if: the current arm; only the enumerated ifs are meaningful */
+    bool all_run; /* approximation: every op runs and every loop a root touches is carried,
+                     so each lifetime contains the lifetime of every path */
 } path_state;
 
 /* True when op `op` runs on the path: each of its conditions names the current arm. */
@@ -79,6 +97,8 @@ void if_set_free(if_set *s);
 void if_set_clear(if_set *s);
 /* Adds the ifs of op's conditions. */
 void if_set_add_op(if_set *s, const tlsan_plan *p, uint32_t op);
+/* Adds the ifs of conditional op k (the k-th of ix->cond_ops). */
+void if_set_add_cond(if_set *s, const access_index *ix, uint32_t k);
 /* Adds the ifs of the relevant (path-dependent) accesses of a root. */
 void if_set_add_root(if_set *s, const tlsan_plan *p, const access_index *ix, uint32_t root);
 /* Adds the ifs of every conditional op in steps lo..hi, in step order, stopping once the

@@ -151,12 +151,14 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->arena_by_name.v);
     free(p->tensor_by_name.v);
     free(p->op_by_name.v);
-    free(p->tensor_src.v);
-    free(p->op_src.v);
+    free(p->tensor_src.v.v);
+    free(p->op_src.v.v);
     free(p->src_pairs.v);
     free(p->ifs);
     free(p->loops);
     free(p->op_stream);
+    free(p->stream_names.v);
+    free(p->stream_by_name.v);
     free(p->root_flags);
     free(p->op_loop);
     free(p);
@@ -353,10 +355,12 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     }
     r.root = NO_INDEX;
     r.extra = NO_INDEX;
-    if (t->memory || t->alignment_bytes || t->has_lifetime) {
-        tensor_extra x = {{0, 0}, 0, STRTAB_NONE};
-        if (intern_opt(p, t->memory, &x.memory) != 0)
+    if (t->memory || t->alignment_bytes || t->has_lifetime || t->n_stack) {
+        tensor_extra x = {{0, 0}, 0, STRTAB_NONE, 0, 0};
+        if (intern_opt(p, t->memory, &x.memory) != 0 ||
+            push_names(p, t->stack, t->n_stack, &x.stack_start) != 0)
             return error_nomem(err);
+        x.n_stack = (uint32_t)t->n_stack;
         if (t->alignment_bytes) {
             r.flags |= TREC_HAS_ALIGNMENT;
             x.alignment_bytes = t->alignment_bytes;
@@ -381,9 +385,6 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             memcpy(p->shape_pool.v + p->shape_pool.n, t->shape, t->n_shape * sizeof(uint64_t));
         p->shape_pool.n += t->n_shape;
     }
-    if (push_names(p, t->stack, t->n_stack, &r.stack_start) != 0)
-        return error_nomem(err);
-    r.n_stack = (uint32_t)t->n_stack;
     if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1, sizeof *p->tensors) ||
         set_lookup(&p->tensor_by_name, r.name, (uint32_t)i) != 0)
         return error_nomem(err);
@@ -456,7 +457,8 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
     op_extra x = {STRTAB_NONE, 0, 0, 0, 0, 0, 0, 0, 0};
     r.sync = (uint8_t)o->sync;
     r.extra = NO_INDEX;
-    if (intern_opt(p, o->stream ? o->stream : "main", &r.stream) != 0 ||
+    uint32_t stream;
+    if (intern_opt(p, o->stream ? o->stream : "main", &stream) != 0 ||
         intern_opt(p, o->loop, &x.loop) != 0 ||
         intern_opt(p, o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT ? o->event : NULL,
                    &r.event) != 0)
@@ -511,9 +513,21 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
         r.extra = (uint32_t)p->n_op_extras;
         p->op_extras[p->n_op_extras++] = x;
     }
+    /* Streams become dense indices for per-stream program order. */
+    uint32_t s = plan_lookup(&p->stream_by_name, stream);
+    if (s == NO_INDEX) {
+        s = p->n_streams;
+        if (VEC_PUSH(p->stream_names, stream) != 0 ||
+            set_lookup(&p->stream_by_name, stream, s) != 0)
+            return error_nomem(err);
+        p->n_streams++;
+    }
     if (vec_reserve_((void **)&p->ops, &p->cap_ops, p->n_ops, 1, sizeof *p->ops) ||
+        vec_reserve_((void **)&p->op_stream, &p->cap_op_stream, p->n_ops, 1,
+                     sizeof *p->op_stream) ||
         set_lookup(&p->op_by_name, r.name, (uint32_t)i) != 0)
         return error_nomem(err);
+    p->op_stream[p->n_ops] = s;
     p->ops[p->n_ops++] = r;
     return TLSAN_OK;
 }
@@ -615,6 +629,7 @@ static void shrink_to_fit(tlsan_plan *p)
     } while (0)
     SHRINK(p->tensors, p->n_tensors, p->cap_tensors);
     SHRINK(p->ops, p->n_ops, p->cap_ops);
+    SHRINK(p->op_stream, p->n_ops, p->cap_op_stream);
     SHRINK(p->extras, p->n_extras, p->cap_extras);
     SHRINK(p->op_extras, p->n_op_extras, p->cap_op_extras);
     SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
@@ -625,8 +640,10 @@ static void shrink_to_fit(tlsan_plan *p)
     /* Names of arenas and ops are only looked up while building. */
     free(p->arena_by_name.v);
     free(p->op_by_name.v);
+    free(p->stream_by_name.v);
     memset(&p->arena_by_name, 0, sizeof p->arena_by_name);
     memset(&p->op_by_name, 0, sizeof p->op_by_name);
+    memset(&p->stream_by_name, 0, sizeof p->stream_by_name);
 }
 
 tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
@@ -636,7 +653,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
     if (p->finalized)
         return TLSAN_ERR_STATE;
     tlsan_status st = TLSAN_OK;
-    uint32_t *if_of_name = NULL, *loop_of_name = NULL, *stream_of_name = NULL;
+    uint32_t *if_of_name = NULL, *loop_of_name = NULL;
     u32vec arms = {0};
     size_t n_str = p->strings.n;
 
@@ -671,13 +688,10 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         return st;
 
     p->root_flags = calloc(p->n_tensors ? p->n_tensors : 1, 1);
-    p->op_stream = malloc((p->n_ops ? p->n_ops : 1) * sizeof *p->op_stream);
     p->op_loop = malloc((p->n_ops ? p->n_ops : 1) * sizeof *p->op_loop);
     if_of_name = malloc((n_str ? n_str : 1) * sizeof *if_of_name);
     loop_of_name = malloc((n_str ? n_str : 1) * sizeof *loop_of_name);
-    stream_of_name = malloc((n_str ? n_str : 1) * sizeof *stream_of_name);
-    if (!p->root_flags || !p->op_stream || !p->op_loop || !if_of_name || !loop_of_name ||
-        !stream_of_name) {
+    if (!p->root_flags || !p->op_loop || !if_of_name || !loop_of_name) {
         st = error_nomem(err);
         goto out;
     }
@@ -685,7 +699,7 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         p->root_flags[p->tensors[i].root] |=
             p->tensors[i].flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
     for (size_t s = 0; s < n_str; s++)
-        if_of_name[s] = loop_of_name[s] = stream_of_name[s] = NO_INDEX;
+        if_of_name[s] = loop_of_name[s] = NO_INDEX;
 
     for (size_t i = 0; i < p->n_ops; i++) {
         op_rec *o = &p->ops[i];
@@ -694,10 +708,6 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
             (st = resolve_tensors(p, o->writes_start, o->n_writes, i, "writes", false, err)) ||
             (st = resolve_tensors(p, x->inplace_start, 2 * x->n_inplace, i, "inplace", true, err)))
             goto out;
-        /* Streams become dense indices for per-stream program order. */
-        if (stream_of_name[o->stream] == NO_INDEX)
-            stream_of_name[o->stream] = p->n_streams++;
-        p->op_stream[i] = stream_of_name[o->stream];
         /* Loops: a body is one contiguous run of ops. */
         p->op_loop[i] = NO_INDEX;
         if (x->loop != STRTAB_NONE) {
@@ -799,13 +809,16 @@ tlsan_status tlsan_plan_finalize(tlsan_plan *p, tlsan_error *err)
         free(count);
         free(fill);
     }
+    if (p->n_loops == 0) {
+        free(p->op_loop);
+        p->op_loop = NULL;
+    }
     p->finalized = true;
     shrink_to_fit(p);
 out:
     free(arms.v);
     free(if_of_name);
     free(loop_of_name);
-    free(stream_of_name);
     return st;
 }
 
@@ -841,9 +854,26 @@ const char *tlsan_plan_op_name(const tlsan_plan *p, size_t i)
 
 int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column)
 {
-    u32vec *v = is_op ? &p->op_src : &p->tensor_src;
+    plan_src *s = is_op ? &p->op_src : &p->tensor_src;
+    u32vec *v = &s->v;
     size_t n = is_op ? p->n_ops : p->n_tensors;
-    if (n == 0 || VEC_RESERVE(*v, n - v->n) != 0)
+    if (n == 0)
+        return -1;
+    if (v->n == 0) {
+        if (s->n_seq == n - 1 && column == 1 && line < PLAN_SRC_PAIR &&
+            (s->n_seq == 0 || line == s->base + s->n_seq)) {
+            if (s->n_seq == 0)
+                s->base = line;
+            s->n_seq++;
+            return 0;
+        }
+        /* the lines are not consecutive (or a record has none): store them */
+        if (VEC_RESERVE(*v, n) != 0)
+            return -1;
+        for (uint32_t i = 0; i < s->n_seq; i++)
+            v->v[v->n++] = s->base + i;
+    }
+    if (VEC_RESERVE(*v, n - v->n) != 0)
         return -1;
     uint32_t entry = line;
     if (column != 1 || line >= PLAN_SRC_PAIR) {
@@ -859,11 +889,17 @@ int plan_set_source(tlsan_plan *p, bool is_op, uint32_t line, uint32_t column)
     return 0;
 }
 
-static bool source_of(const tlsan_plan *p, const u32vec *v, size_t i, int *line, int *column)
+static bool source_of(const tlsan_plan *p, const plan_src *s, size_t i, int *line, int *column)
 {
-    if (i >= v->n || v->v[i] == 0)
+    const u32vec *v = &s->v;
+    uint32_t entry;
+    if (v->n == 0 && i < s->n_seq)
+        entry = s->base + (uint32_t)i;
+    else if (i < v->n && v->v[i] != 0)
+        entry = v->v[i];
+    else
         return false;
-    uint32_t entry = v->v[i], at_line = entry, at_column = 1;
+    uint32_t at_line = entry, at_column = 1;
     if (entry & PLAN_SRC_PAIR) {
         size_t k = 2 * (size_t)(entry & ~PLAN_SRC_PAIR);
         at_line = p->src_pairs.v[k];

@@ -41,22 +41,22 @@ typedef struct tensor_rec {
     uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
     uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
     uint32_t shape_start, n_shape; /* into plan->shape_pool */
-    uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
 } tensor_rec;
 
 /* The fields few tensors carry live beside the records, so that a plan of a million
- * tensors does not pay 28 bytes each for them. */
+ * tensors does not pay 36 bytes each for them. */
 typedef struct tensor_extra {
-    int64_t lifetime[2];      /* declared lifetime (TREC_HAS_LIFETIME) */
-    uint64_t alignment_bytes; /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
-    uint32_t memory;          /* strtab id or STRTAB_NONE */
+    int64_t lifetime[2];           /* declared lifetime (TREC_HAS_LIFETIME) */
+    uint64_t alignment_bytes;      /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
+    uint32_t memory;               /* strtab id or STRTAB_NONE */
+    uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
 } tensor_extra;
 
+/* An op; its stream is plan->op_stream[index]. */
 typedef struct op_rec {
     uint32_t name;
-    uint32_t stream; /* strtab id */
-    uint32_t event;  /* strtab id or STRTAB_NONE */
-    uint32_t extra;  /* index of its op_extra, NO_INDEX when it has none */
+    uint32_t event; /* strtab id or STRTAB_NONE */
+    uint32_t extra; /* index of its op_extra, NO_INDEX when it has none */
     /* Pools: reads/writes hold tensor indices after finalize (names before). */
     uint32_t reads_start, n_reads;
     uint32_t writes_start, n_writes;
@@ -97,6 +97,17 @@ typedef struct loop_rec {
 DEFINE_VEC(u32vec, uint32_t)
 DEFINE_VEC(u64vec, uint64_t)
 
+/* Where the records of one kind begin in their file, by index. While records 0 .. n_seq-1
+ * begin at column 1 of consecutive lines from `base` on (a generated or exported plan: one
+ * object per line), nothing is stored per record. Past the first record that breaks that,
+ * v holds per record its line when it begins at column 1 (4 bytes a record), else
+ * PLAN_SRC_PAIR | the index of a (line, column) pair in the plan's src_pairs; 0 or absent
+ * for records not read from a file. Lines and columns are 1-based. */
+typedef struct plan_src {
+    u32vec v;
+    uint32_t base, n_seq;
+} plan_src;
+
 /* Grows a vector so that it holds room for `extra` more elements. 0 on success. */
 int vec_reserve_(void **v, size_t *cap, size_t n, size_t extra, size_t elem);
 #define VEC_RESERVE(vec, extra)                                                                    \
@@ -123,11 +134,8 @@ struct tlsan_plan {
     u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
     u64vec shape_pool; /* shape extents */
 
-    /* Where each tensor and op object begins in the file it was read from, by index: its
-     * line when it begins at column 1 (a plan of one object per line: 4 bytes a record),
-     * else PLAN_SRC_PAIR | the index of a (line, column) pair in src_pairs; 0 or absent for
-     * records not read from a file. Both 1-based. */
-    u32vec tensor_src, op_src;
+    /* Where each tensor and op object begins in the file it was read from. */
+    plan_src tensor_src, op_src;
     u32vec src_pairs;
 
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
@@ -138,10 +146,14 @@ struct tlsan_plan {
     size_t n_ifs;
     loop_rec *loops;
     size_t n_loops;
+    /* Streams, numbered as ops first name them (set as ops are added) */
     uint32_t n_streams;  /* distinct streams used by ops */
     uint32_t *op_stream; /* op index -> dense stream index */
-    uint8_t *root_flags; /* tensor index -> TLSAN_TENSOR_* of its whole view tree (roots) */
-    uint32_t *op_loop;   /* op index -> loop index or NO_INDEX */
+    size_t cap_op_stream;
+    u32vec stream_names;   /* dense stream index -> strtab id */
+    u32vec stream_by_name; /* strtab id -> dense stream index + 1 (0 = none), while building */
+    uint8_t *root_flags;   /* tensor index -> TLSAN_TENSOR_* of its whole view tree (roots) */
+    uint32_t *op_loop;     /* op index -> loop index or NO_INDEX; NULL when there is no loop */
 };
 
 /* Index of a name in one of the lookup tables, NO_INDEX when absent. */
@@ -155,8 +167,20 @@ static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
 /* The rare fields of a tensor (a shared all-absent record when it has none). */
 static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec *t)
 {
-    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE};
+    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0};
     return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+}
+
+/* The name (strtab id) of the stream of op `op`. */
+static inline uint32_t plan_op_stream_name(const tlsan_plan *p, uint32_t op)
+{
+    return p->stream_names.v[p->op_stream[op]];
+}
+
+/* The loop whose body holds op `op`, or NO_INDEX. */
+static inline uint32_t plan_op_loop(const tlsan_plan *p, uint32_t op)
+{
+    return p->op_loop ? p->op_loop[op] : NO_INDEX;
 }
 
 /* The rare fields of an op (a shared all-absent record when it has none). */

@@ -174,7 +174,7 @@ static void put_tensor(writer *w, const tensor_rec *t)
             put_int(w, (int64_t)p->shape_pool.v[t->shape_start + k]);
         close_array(w);
     }
-    put_stack(w, t->stack_start, t->n_stack);
+    put_stack(w, tensor_x(p, t)->stack_start, tensor_x(p, t)->n_stack);
     close_map(w);
 }
 
@@ -212,9 +212,10 @@ static void put_op(writer *w, size_t i)
         }
         close_array(w);
     }
-    if (strcmp(strtab_str(&p->strings, o->stream), "main") != 0) {
+    uint32_t stream = plan_op_stream_name(p, (uint32_t)i);
+    if (strcmp(strtab_str(&p->strings, stream), "main") != 0) {
         put_str(w, "stream");
-        put_id(w, o->stream);
+        put_id(w, stream);
     }
     switch ((tlsan_sync_kind)o->sync) {
     case TLSAN_SYNC_RECORD:
@@ -243,9 +244,9 @@ static void put_op(writer *w, size_t i)
             put_cond(w, &p->id_pool.v[x->cond_start + 2 * k]);
         close_array(w);
     }
-    if (p->op_loop[i] != NO_INDEX) {
+    if (plan_op_loop(p, i) != NO_INDEX) {
         put_str(w, "loop");
-        put_id(w, p->loops[p->op_loop[i]].name);
+        put_id(w, p->loops[plan_op_loop(p, i)].name);
     }
     put_stack(w, x->stack_start, x->n_stack);
     close_map(w);

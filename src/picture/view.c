@@ -199,7 +199,7 @@ int view_model_build(view_model *m, const tlsan_plan *p, const tlsan_report *rep
     m->plan_index = plan_index;
     access_index ix = {0};
     if_set set = {0};
-    path_state ps = {p, NULL, false};
+    path_state ps = {.plan = p};
     life *lives = NULL;
     size_t n_t = p->n_tensors ? p->n_tensors : 1;
     bool have_ix = false, have_set = false;
@@ -334,7 +334,7 @@ static void gen_plan_json(report_gen *j, const view_model *m, const char *label)
     KEY("op_stream");
     report_gen_open_array(j);
     for (uint32_t o = 0; o < p->n_ops; o++)
-        report_gen_str(j, plan_str(p, p->ops[o].stream));
+        report_gen_str(j, plan_str(p, plan_op_stream_name(p, o)));
     report_gen_close_array(j);
 
     KEY("arenas");
@@ -495,14 +495,14 @@ static void gen_plan_json(report_gen *j, const view_model *m, const char *label)
     KEY("stack");
     report_gen_open_array(j);
     for (uint32_t t = 0; t < p->n_tensors; t++) {
-        const tensor_rec *tr = &p->tensors[t];
-        if (!tr->n_stack) {
+        const tensor_extra *tx = tensor_x(p, &p->tensors[t]);
+        if (!tx->n_stack) {
             report_gen_i64(j, 0);
             continue;
         }
         report_gen_open_array(j);
-        for (uint32_t k = 0; k < tr->n_stack; k++)
-            report_gen_str(j, plan_str(p, p->id_pool.v[tr->stack_start + k]));
+        for (uint32_t k = 0; k < tx->n_stack; k++)
+            report_gen_str(j, plan_str(p, p->id_pool.v[tx->stack_start + k]));
         report_gen_close_array(j);
     }
     report_gen_close_array(j);

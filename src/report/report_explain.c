@@ -86,7 +86,7 @@ static bool label_step(const tlsan_plan *p, uint32_t t, life l, int64_t step, st
     /* Only an end of the lifetime with no access of t there is the loop rule's doing. */
     if (step != l.first && step != l.last)
         return false;
-    uint32_t loop = p->op_loop[step];
+    uint32_t loop = plan_op_loop(p, step);
     if (loop == NO_INDEX || op_touches_any(p, (uint32_t)step, t))
         return false;
     const loop_rec *L = &p->loops[loop];

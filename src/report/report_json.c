@@ -343,18 +343,18 @@ static void gen_stacks(report_gen *j, const tlsan_report *r, const tlsan_finding
     bool open = false;
     for (size_t i = 0; i < f->n_tensors; i++) {
         uint32_t t = report_tensor_of(r, f, i, p);
-        if (t == NO_INDEX || p->tensors[t].n_stack == 0 || repeated_name(f, i))
+        if (t == NO_INDEX || tensor_x(p, &p->tensors[t])->n_stack == 0 || repeated_name(f, i))
             continue;
         if (!open) {
             report_gen_str(j, "stacks");
             report_gen_open_map(j);
             open = true;
         }
-        const tensor_rec *tr = &p->tensors[t];
+        const tensor_extra *tx = tensor_x(p, &p->tensors[t]);
         report_gen_str(j, f->tensors[i]);
         report_gen_open_array(j);
-        for (uint32_t k = 0; k < tr->n_stack; k++)
-            report_gen_str(j, plan_str(p, p->id_pool.v[tr->stack_start + k]));
+        for (uint32_t k = 0; k < tx->n_stack; k++)
+            report_gen_str(j, plan_str(p, p->id_pool.v[tx->stack_start + k]));
         report_gen_close_array(j);
     }
     if (open)

@@ -154,10 +154,11 @@ static void put_tensor(text_out *o, const tlsan_plan *p, uint32_t t, const tlsan
             put_labels(o, p, f, labels, n_labels, i, f->lifetimes[i][1], true);
     }
     put(o, "\n");
-    if (tr->n_stack == 0)
+    const tensor_extra *tx = tensor_x(p, tr);
+    if (tx->n_stack == 0)
         put(o, "    (no stack recorded)\n");
-    for (uint32_t k = 0; k < tr->n_stack; k++)
-        put(o, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tr->stack_start + k]));
+    for (uint32_t k = 0; k < tx->n_stack; k++)
+        put(o, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tx->stack_start + k]));
 }
 
 static void put_access(text_out *o, const tlsan_plan *p, const char *verb, uint32_t via, uint32_t t,
@@ -223,7 +224,7 @@ static void put_op_ref(text_out *o, const tlsan_plan *p, int64_t op)
 {
     put(o, "op '%s' (step %" PRId64, plan_str(p, p->ops[op].name), op);
     if (p->schedule == TLSAN_SCHEDULE_SEQUENTIAL && p->n_streams > 1)
-        put(o, ", stream '%s'", plan_str(p, p->ops[op].stream));
+        put(o, ", stream '%s'", plan_str(p, plan_op_stream_name(p, op)));
     put(o, ")");
 }
 

@@ -225,10 +225,11 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
             rx->n_after > E_MAX || rx->n_cond > E_MAX)
             return false;
         o->d.name = plan_str(p, r->name);
-        o->d.stream = plan_str(p, r->stream);
+        o->d.stream = plan_str(p, plan_op_stream_name(p, (uint32_t)k));
         o->d.sync = (tlsan_sync_kind)r->sync;
         o->d.event = plan_str(p, r->event);
-        o->d.loop = p->op_loop[k] == NO_INDEX ? NULL : plan_str(p, p->loops[p->op_loop[k]].name);
+        o->d.loop =
+            plan_op_loop(p, k) == NO_INDEX ? NULL : plan_str(p, p->loops[plan_op_loop(p, k)].name);
         for (uint32_t i = 0; i < r->n_reads; i++)
             o->reads[i] = plan_str(p, p->tensors[p->id_pool.v[r->reads_start + i]].name);
         o->d.n_reads = r->n_reads;

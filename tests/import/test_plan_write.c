@@ -245,14 +245,16 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
         for (uint32_t k = 0; k < x->n_shape; k++)
             assert_int_equal(a->shape_pool.v[x->shape_start + k],
                              b->shape_pool.v[y->shape_start + k]);
-        same_refs(a, x->stack_start, x->n_stack, b, y->stack_start, y->n_stack, REF_STRING);
+        same_refs(a, tensor_x(a, x)->stack_start, tensor_x(a, x)->n_stack, b,
+                  tensor_x(b, y)->stack_start, tensor_x(b, y)->n_stack, REF_STRING);
     }
     assert_int_equal(a->n_ops, b->n_ops);
     for (size_t i = 0; i < a->n_ops; i++) {
         const op_rec *x = &a->ops[i], *y = &b->ops[i];
         const op_extra *xx = op_x(a, x), *yx = op_x(b, y);
         same_str(plan_str(a, x->name), plan_str(b, y->name));
-        same_str(plan_str(a, x->stream), plan_str(b, y->stream));
+        same_str(plan_str(a, plan_op_stream_name(a, (uint32_t)i)),
+                 plan_str(b, plan_op_stream_name(b, (uint32_t)i)));
         assert_int_equal(x->sync, y->sync);
         same_str(plan_str(a, x->event), plan_str(b, y->event));
         same_refs(a, x->reads_start, x->n_reads, b, y->reads_start, y->n_reads, REF_TENSOR);
@@ -265,10 +267,10 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
             same_str(cond_if(a, xx, k), cond_if(b, yx, k));
             same_str(cond_arm(a, xx, k), cond_arm(b, yx, k));
         }
-        assert_int_equal(a->op_loop[i] == NO_INDEX, b->op_loop[i] == NO_INDEX);
-        if (a->op_loop[i] != NO_INDEX)
-            same_str(plan_str(a, a->loops[a->op_loop[i]].name),
-                     plan_str(b, b->loops[b->op_loop[i]].name));
+        assert_int_equal(plan_op_loop(a, i) == NO_INDEX, plan_op_loop(b, i) == NO_INDEX);
+        if (plan_op_loop(a, i) != NO_INDEX)
+            same_str(plan_str(a, a->loops[plan_op_loop(a, i)].name),
+                     plan_str(b, b->loops[plan_op_loop(b, i)].name));
         same_refs(a, xx->stack_start, xx->n_stack, b, yx->stack_start, yx->n_stack, REF_STRING);
     }
 }

@@ -231,9 +231,9 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(x->n_shape, 2);
     assert_int_equal(p->shape_pool.v[x->shape_start], 2);
     assert_int_equal(p->shape_pool.v[x->shape_start + 1], 1024);
-    assert_int_equal(x->n_stack, 2);
-    assert_string_equal(plan_str(p, p->id_pool.v[x->stack_start]), "m.py:3");
-    assert_string_equal(plan_str(p, p->id_pool.v[x->stack_start + 1]), "m.py:1");
+    assert_int_equal(tensor_x(p, x)->n_stack, 2);
+    assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start]), "m.py:3");
+    assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start + 1]), "m.py:1");
     assert_string_equal(plan_str(p, tensor_x(p, x)->memory), "cuda:0");
 
     assert_int_equal(h->offset_bytes, UINT64_C(9223372036854771712));
@@ -267,10 +267,10 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(op_x(p, f)->n_inplace, 1);
     assert_int_equal(p->id_pool.v[op_x(p, f)->inplace_start], 1);
     assert_int_equal(p->id_pool.v[op_x(p, f)->inplace_start + 1], 0);
-    assert_string_equal(plan_str(p, f->stream), "s1");
-    assert_int_equal(p->op_loop[0], 0);
-    assert_int_equal(p->op_loop[1], 0);
-    assert_int_equal(p->op_loop[2], NO_INDEX);
+    assert_string_equal(plan_str(p, plan_op_stream_name(p, 0)), "s1");
+    assert_int_equal(plan_op_loop(p, 0), 0);
+    assert_int_equal(plan_op_loop(p, 1), 0);
+    assert_int_equal(plan_op_loop(p, 2), NO_INDEX);
     assert_int_equal(op_x(p, f)->n_stack, 1);
     assert_string_equal(plan_str(p, p->id_pool.v[op_x(p, f)->stack_start]), "run.py:9");
 
@@ -278,7 +278,7 @@ static void test_values_land_in_model(void **state)
     assert_string_equal(plan_str(p, ev->event), "e1");
     assert_int_equal(w->sync, TLSAN_SYNC_WAIT);
     assert_string_equal(plan_str(p, w->event), "e1");
-    assert_string_equal(plan_str(p, w->stream), "main");
+    assert_string_equal(plan_str(p, plan_op_stream_name(p, 2)), "main");
     assert_int_equal(op_x(p, w)->n_after, 1);
     assert_int_equal(p->id_pool.v[op_x(p, w)->after_start], 0);
 

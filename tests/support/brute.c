@@ -841,7 +841,7 @@ void brute_plan_dump(const tlsan_plan *p, FILE *out)
         fprintf(out, "%s\n  {\"name\": ", k ? "," : "");
         dump_str(out, plan_str(p, o->name));
         fputs(", \"stream\": ", out);
-        dump_str(out, plan_str(p, o->stream));
+        dump_str(out, plan_str(p, plan_op_stream_name(p, (uint32_t)k)));
         if (o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT) {
             fprintf(out, ", \"%s\": ", o->sync == TLSAN_SYNC_RECORD ? "record" : "wait");
             dump_str(out, plan_str(p, o->event));
@@ -880,9 +880,9 @@ void brute_plan_dump(const tlsan_plan *p, FILE *out)
             }
             fputc(']', out);
         }
-        if (p->op_loop[k] != NO_INDEX) {
+        if (plan_op_loop(p, k) != NO_INDEX) {
             fputs(", \"loop\": ", out);
-            dump_str(out, plan_str(p, p->loops[p->op_loop[k]].name));
+            dump_str(out, plan_str(p, p->loops[plan_op_loop(p, k)].name));
         }
         fputc('}', out);
     }
