@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build tlsan, then check real memory plans written by Apache TVM's planner
-# (../shared/real/tvm, when present) and this project's example plans (examples/plans),
+# (../shared/real/tvm, when present; else TVM graphs of our own, tests/tvm and
+# tests/golden/tvm) and this project's example plans (examples/plans),
 # then run the annotated example engine under the runtime shim, correct and with a planted
 # planner bug, and replay the bug's trace; then a real ggml program (prebuilt ggml from
 # npm, fetched by .ci/setup.sh) under the shim, clean and with an injected fault; showing the
@@ -42,7 +43,15 @@ if [ -d "$tvm_dir" ]; then
   "$tlsan" import tvm "$g" -o build/demo-tvm-plan.json && echo "wrote build/demo-tvm-plan.json" || bad=1
   "$tlsan" check build/demo-tvm-plan.json | tail -n 1
 else
-  echo "== $tvm_dir is absent (a clone outside the team): skipping the real TVM plans"
+  # A clone outside the team: the TVM graphs of our own (written for the importer's tests)
+  # show the same path, one clean and one whose planner gave a live value's storage away.
+  echo "== $tvm_dir (the team's real TVM graphs) is absent: TVM graph-executor JSON of our own"
+  "$tlsan" check --from tvm tests/tvm/mlp_graph.json | tail -n 1
+  [ "${PIPESTATUS[0]}" = 0 ] || bad=1
+  echo
+  echo "--- tests/golden/tvm/tvm-reused-storage.json: a storage id reused while its value is live"
+  "$tlsan" check --from tvm tests/golden/tvm/tvm-reused-storage.json
+  [ $? = 1 ] || { echo "demo: the reused storage id was not reported" >&2; bad=1; }
 fi
 
 echo

@@ -981,10 +981,109 @@ __attribute__((noinline)) static void *new_forward(int array, enum new_form form
     return p;
 }
 
+/* ---- forms the program replaced ----
+ *
+ * The default of most forms calls another replaceable one (operator new[] calls operator
+ * new, the nothrow new calls the throwing one, a sized or array delete calls operator delete,
+ * ...), and a program may replace only the ones it calls into, typically operator new and
+ * delete with a pool of its own. A form of the shim's stands for the default only while each
+ * form its default calls, in turn, is the shim's; otherwise it goes to the next definition
+ * (the C++ runtime's default), which calls the program's, as natively: else a nothrow new or
+ * a new[] would come from the shim's heap and reach the program's own delete. */
+enum delegate {
+    D_NEW,
+    D_NEW_ARRAY,
+    D_NEW_ALIGNED,
+    D_NEW_ARRAY_ALIGNED,
+    D_DELETE,
+    D_DELETE_ARRAY,
+    D_DELETE_ALIGNED,
+    D_DELETE_ARRAY_ALIGNED,
+    D_COUNT
+};
+static const char *const g_delegate_names[D_COUNT] = {
+    "_Znwm",  "_Znam",  "_ZnwmSt11align_val_t",  "_ZnamSt11align_val_t",
+    "_ZdlPv", "_ZdaPv", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t"};
+static _Atomic signed char g_delegate_state[D_COUNT]; /* 0: not looked up; 1: the shim's; 2: not */
+#define DBIT(d) (1u << (d))
+
+/* True when the global definition of delegate d is not this library's. */
+__attribute__((noinline)) static bool delegate_lookup(unsigned d)
+{
+    void *fn = dlsym(RTLD_DEFAULT, g_delegate_names[d]);
+    Dl_info theirs, ours;
+    bool replaced = fn && dladdr(fn, &theirs) && dladdr((void *)delegate_lookup, &ours) &&
+                    theirs.dli_fbase != ours.dli_fbase;
+    atomic_store_explicit(&g_delegate_state[d], replaced ? 2 : 1, memory_order_relaxed);
+    return replaced;
+}
+
+/* True when any delegate of the mask (DBIT) is the program's. */
+static inline bool replaced_any(unsigned mask)
+{
+    for (unsigned d = 0; mask; d++, mask >>= 1) {
+        if (!(mask & 1))
+            continue;
+        int st = atomic_load_explicit(&g_delegate_state[d], memory_order_relaxed);
+        if (UNLIKELY(st == 0 ? delegate_lookup(d) : st == 2))
+            return true;
+    }
+    return false;
+}
+
+/* The delegates of a form of operator new (none for the plain and the aligned scalar ones,
+ * whose defaults call malloc and aligned_alloc). */
+static inline unsigned new_delegates(int array, enum new_form form)
+{
+    bool aligned = form == NEW_ALIGNED || form == NEW_ALIGNED_NOTHROW;
+    bool nothrow = form == NEW_NOTHROW || form == NEW_ALIGNED_NOTHROW;
+    unsigned scalar = aligned ? DBIT(D_NEW_ALIGNED) : DBIT(D_NEW);
+    unsigned arr = aligned ? DBIT(D_NEW_ARRAY_ALIGNED) : DBIT(D_NEW_ARRAY);
+    if (array)
+        return nothrow ? arr | scalar : scalar;
+    return nothrow ? scalar : 0;
+}
+
+/* The family a delete form frees as: its own, unless the program replaced a form of
+ * operator new its blocks come from (`news`, DBIT): those then come from the program's
+ * operator, through malloc (which the default delete pairs with, glibc's free natively), and
+ * are malloc's to the shim, not a mismatch. */
+static inline unsigned delete_family(unsigned family, unsigned news)
+{
+    return UNLIKELY(replaced_any(news)) ? HEAP_FAMILY_MALLOC : family;
+}
+
+/* The next definition's answer, as the program's replacement makes it (its block is its
+ * own: no family set). */
+__attribute__((noinline)) static void *new_delegated(int array, enum new_form form, size_t n,
+                                                     size_t align, const void *tag)
+{
+    void *fn = next_new(array, form);
+    switch (fn ? form : NEW_FORMS) {
+    case NEW_PLAIN:
+        return ((void *(*)(size_t))fn)(n);
+    case NEW_NOTHROW:
+        return ((void *(*)(size_t, const void *))fn)(n, tag);
+    case NEW_ALIGNED:
+        return ((void *(*)(size_t, size_t))fn)(n, align);
+    case NEW_ALIGNED_NOTHROW:
+        return ((void *(*)(size_t, size_t, const void *))fn)(n, align, tag);
+    case NEW_FORMS:
+        break;
+    }
+    return new_forward(array, form, n, align, tag); /* no next definition: reported there */
+}
+
 __attribute__((always_inline)) static inline void *new_as(int array, enum new_form form, size_t n,
                                                           size_t align, const void *tag)
 {
     unsigned family = array ? HEAP_FAMILY_NEW_ARRAY : HEAP_FAMILY_NEW;
+    unsigned delegates = new_delegates(array, form);
+    if (delegates && UNLIKELY(replaced_any(delegates))) {
+        void *q = new_delegated(array, form, n, align, tag);
+        NO_TAIL(q);
+        return q;
+    }
     int saved = errno;
     void *p = form == NEW_ALIGNED || form == NEW_ALIGNED_NOTHROW
                   ? aligned_hook(A_MEMALIGN, align, n, family, capture_aligned)
@@ -1062,70 +1161,153 @@ EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const vo
 
 EXPORT void _ZdlPv(void *p)
 {
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPv(void *p)
 {
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE)))) {
+        void *fn = next_fn(&next, "_ZdaPv");
+        if (fn) {
+            ((void (*)(void *))fn)(p);
+            return;
+        }
+    }
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvm(void *p, size_t n)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE)))) {
+        void *fn = next_fn(&next, "_ZdlPvm");
+        if (fn) {
+            ((void (*)(void *, size_t))fn)(p, n);
+            return;
+        }
+    }
     (void)n;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPvm(void *p, size_t n)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ARRAY) | DBIT(D_DELETE)))) {
+        void *fn = next_fn(&next, "_ZdaPvm");
+        if (fn) {
+            ((void (*)(void *, size_t))fn)(p, n);
+            return;
+        }
+    }
     (void)n;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
 {
     (void)align;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ALIGNED)))) {
+        void *fn = next_fn(&next, "_ZdaPvSt11align_val_t");
+        if (fn) {
+            ((void (*)(void *, size_t))fn)(p, align);
+            return;
+        }
+    }
     (void)align;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ALIGNED)))) {
+        void *fn = next_fn(&next, "_ZdlPvmSt11align_val_t");
+        if (fn) {
+            ((void (*)(void *, size_t, size_t))fn)(p, n, align);
+            return;
+        }
+    }
     (void)n, (void)align;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ARRAY_ALIGNED) | DBIT(D_DELETE_ALIGNED)))) {
+        void *fn = next_fn(&next, "_ZdaPvmSt11align_val_t");
+        if (fn) {
+            ((void (*)(void *, size_t, size_t))fn)(p, n, align);
+            return;
+        }
+    }
     (void)n, (void)align;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE)))) {
+        void *fn = next_fn(&next, "_ZdlPvRKSt9nothrow_t");
+        if (fn) {
+            ((void (*)(void *, const void *))fn)(p, tag);
+            return;
+        }
+    }
     (void)tag;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW)));
 }
 
 EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ARRAY) | DBIT(D_DELETE)))) {
+        void *fn = next_fn(&next, "_ZdaPvRKSt9nothrow_t");
+        if (fn) {
+            ((void (*)(void *, const void *))fn)(p, tag);
+            return;
+        }
+    }
     (void)tag;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p, delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY) | DBIT(D_NEW)));
 }
 
 EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ALIGNED)))) {
+        void *fn = next_fn(&next, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
+        if (fn) {
+            ((void (*)(void *, size_t, const void *))fn)(p, align, tag);
+            return;
+        }
+    }
     (void)align, (void)tag;
-    free_as(p, HEAP_FAMILY_NEW);
+    free_as(p, delete_family(HEAP_FAMILY_NEW, DBIT(D_NEW_ALIGNED)));
 }
 
 EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
 {
+    static void *_Atomic next;
+    if (UNLIKELY(replaced_any(DBIT(D_DELETE_ARRAY_ALIGNED) | DBIT(D_DELETE_ALIGNED)))) {
+        void *fn = next_fn(&next, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
+        if (fn) {
+            ((void (*)(void *, size_t, const void *))fn)(p, align, tag);
+            return;
+        }
+    }
     (void)align, (void)tag;
-    free_as(p, HEAP_FAMILY_NEW_ARRAY);
+    free_as(p,
+            delete_family(HEAP_FAMILY_NEW_ARRAY, DBIT(D_NEW_ARRAY_ALIGNED) | DBIT(D_NEW_ALIGNED)));
 }

@@ -80,15 +80,34 @@ static void gen_artifact_location(report_gen *j, const char *uri)
     gen_physical_location(j, uri, 0, 0);
 }
 
-/* Where a finding's tensor i begins in the plan file (line 0 when unknown). */
-static void tensor_pos(const tlsan_report *r, const tlsan_finding *f, size_t i, int *line,
-                       int *column)
+/* The index of the plan that holds a finding's tensor i: the finding's plan, or for a
+ * cache-key-collision on a tensor only the second plan has, that plan. */
+static size_t holder_plan(const tlsan_report *r, const tlsan_finding *f, size_t i)
 {
-    const tlsan_plan *p = report_plan_of(r, f);
+    size_t pi = f->plan_index < 0 ? 0 : (size_t)f->plan_index;
+    size_t other = (size_t)f->other_plan_index;
+    if (f->other_plan_index >= 0 && other < r->n_plans &&
+        report_tensor_of(r, f, i, r->plans[pi]) == NO_INDEX)
+        return other;
+    return pi;
+}
+
+/* Where a finding's tensor i begins in the object of plan `pi` (line 0 when unknown). */
+static void tensor_pos_in(const tlsan_report *r, const tlsan_finding *f, size_t i, size_t pi,
+                          int *line, int *column)
+{
+    const tlsan_plan *p = r->plans[pi];
     uint32_t t = report_tensor_of(r, f, i, p);
     *line = *column = 0;
     if (t != NO_INDEX)
         tlsan_plan_tensor_source(p, t, line, column);
+}
+
+/* Where a finding's tensor i begins in the plan file (line 0 when unknown). */
+static void tensor_pos(const tlsan_report *r, const tlsan_finding *f, size_t i, int *line,
+                       int *column)
+{
+    tensor_pos_in(r, f, i, holder_plan(r, f, i), line, column);
 }
 
 /* One related location: an id, the place and a message. */
@@ -114,9 +133,27 @@ static void gen_related_locations(report_gen *j, const tlsan_report *r, const tl
     int64_t id = 0;
     report_gen_str(j, "relatedLocations");
     report_gen_open_array(j);
+    size_t own = f->plan_index < 0 ? 0 : (size_t)f->plan_index;
     for (size_t i = 1; i < f->n_tensors && i < 2; i++) {
         tensor_pos(r, f, i, &line, &column);
-        snprintf(text, sizeof text, "tensor '%s'", f->tensors[i]);
+        size_t holder = holder_plan(r, f, i);
+        char buf[48];
+        const char *label = holder == own ? NULL : report_plan_label(r, holder, buf, sizeof buf);
+        snprintf(text, sizeof text, "tensor '%s'%s%s%s", f->tensors[i], label ? " in plan '" : "",
+                 label ? label : "", label ? "'" : "");
+        gen_related(j, &id, uri, line, column, text);
+    }
+    /* A cache-key-collision: each differing tensor the second plan also has, there. */
+    size_t second = (size_t)f->other_plan_index;
+    for (size_t i = 0; f->other_plan_index >= 0 && second < r->n_plans && i < f->n_tensors; i++) {
+        if (holder_plan(r, f, i) == second)
+            continue; /* the result's own location already points into the second plan */
+        tensor_pos_in(r, f, i, second, &line, &column);
+        if (line == 0)
+            continue;
+        char buf[48];
+        const char *label = report_plan_label(r, second, buf, sizeof buf);
+        snprintf(text, sizeof text, "tensor '%s' in plan '%s'", f->tensors[i], label ? label : "");
         gen_related(j, &id, uri, line, column, text);
     }
     const int64_t ops[2] = {f->op_index, f->op_index2};
@@ -221,10 +258,13 @@ static void gen_result(report_gen *j, const tlsan_report *r, const tlsan_finding
         report_gen_open_map(j);
         report_gen_str(j, "name");
         report_gen_str(j, f->tensors[i]);
-        if (plan) {
-            char *fq = malloc(strlen(plan) + strlen(f->tensors[i]) + 2);
+        char holder_buf[48];
+        const char *holder =
+            report_plan_label(r, holder_plan(r, f, i), holder_buf, sizeof holder_buf);
+        if (holder) {
+            char *fq = malloc(strlen(holder) + strlen(f->tensors[i]) + 2);
             if (fq) {
-                sprintf(fq, "%s/%s", plan, f->tensors[i]);
+                sprintf(fq, "%s/%s", holder, f->tensors[i]);
                 report_gen_str(j, "fullyQualifiedName");
                 report_gen_str(j, fq);
                 free(fq);

@@ -64,6 +64,33 @@ expect_rc 0 "libc-names"
 expect_eq "$out" "libc-names ok" "libc-names under the shim"
 expect_eq "$err" "" "libc-names: no report"
 
+# A C++ program that replaces only the scalar operator new and delete with a pool of its own:
+# the nothrow, array and sized forms reach them through their defaults, natively and under
+# the shim (whose own forms once served those from its heap: that block reached the pool's
+# delete, which aborts).
+shim_prog prog_cxx_pool
+native=$("$prog" 2>&1)
+expect_eq "$native" "prog_cxx_pool: news 4 deletes 3, 4720 bytes from the pool" "cxx-pool natively"
+for opts in "trace=0" "trace=0:sample_rate=1"; do
+    run "$opts" "$prog"
+    expect_rc 0 "cxx-pool ($opts)"
+    expect_eq "$out" "$native" "cxx-pool ($opts): as natively"
+    expect_eq "$err" "" "cxx-pool ($opts): no report"
+done
+# Only operator new replaced, over malloc: the default delete, new[] and delete[] pair with
+# it, and a block of it released by delete is no alloc-dealloc-mismatch (it was, malloc vs
+# operator delete: a finding, exit 1).
+shim_prog prog_cxx_newonly
+native=$("$prog" 2>&1)
+expect_eq "$native" "prog_cxx_newonly: 100 strings, news counted" "cxx-newonly natively"
+for opts in "trace=0" "trace=0:sample_rate=1"; do
+    run "$opts" "$prog"
+    expect_rc 0 "cxx-newonly ($opts)"
+    expect_eq "$out" "$native" "cxx-newonly ($opts): as natively"
+    expect_eq "$err" "" "cxx-newonly ($opts): no report"
+done
+prog=$progs/prog_robust
+
 # A large block made read-only, then freed: natively glibc unmaps it without a write; the
 # shim fills a freed block, and must neither crash nor report when a page refuses the fill
 # (guarded, then not guarded since quarantine_mb=1 gives it no address space to guard).
