@@ -80,6 +80,20 @@ static void churn(size_t n, size_t size)
     }
 }
 
+/* Two writes to address 16, each caught by on_segv (which jumps back) or not. */
+static void fault_twice(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (sigsetjmp(g_jump, 1) == 0) {
+            volatile int *bad = (volatile int *)(uintptr_t)16;
+            *bad = 1;
+            printf("not caught\n");
+        } else {
+            printf("caught %d\n", i);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "clean";
@@ -183,15 +197,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "segv-chain") == 0) {
         signal(SIGSEGV, on_segv);
         free(launder(malloc((size_t)1 << 20)));
-        for (int i = 0; i < 2; i++) {
-            if (sigsetjmp(g_jump, 1) == 0) {
-                volatile int *bad = (volatile int *)(uintptr_t)16;
-                *bad = 1;
-                printf("not caught\n");
-            } else {
-                printf("caught %d\n", i);
-            }
-        }
+        fault_twice();
         return 0;
     }
     if (strcmp(mode, "segv-later") == 0) {
@@ -202,15 +208,7 @@ int main(int argc, char **argv)
         signal(SIGSEGV, on_segv);
         sigaction(SIGSEGV, NULL, &cur);
         printf("mine %d\n", cur.sa_handler == on_segv);
-        for (int i = 0; i < 2; i++) {
-            if (sigsetjmp(g_jump, 1) == 0) {
-                volatile int *bad = (volatile int *)(uintptr_t)16;
-                *bad = 1;
-                printf("not caught\n");
-            } else {
-                printf("caught %d\n", i);
-            }
-        }
+        fault_twice();
         printf("previous mine %d\n", signal(SIGSEGV, SIG_DFL) == on_segv);
         return 0;
     }

@@ -68,27 +68,24 @@ expect_eq "$err" "" "libc-names: no report"
 # the nothrow, array and sized forms reach them through their defaults, natively and under
 # the shim (whose own forms once served those from its heap: that block reached the pool's
 # delete, which aborts).
-shim_prog prog_cxx_pool
-native=$("$prog" 2>&1)
-expect_eq "$native" "prog_cxx_pool: news 4 deletes 3, 4720 bytes from the pool" "cxx-pool natively"
-for opts in "trace=0" "trace=0:sample_rate=1"; do
-    run "$opts" "$prog"
-    expect_rc 0 "cxx-pool ($opts)"
-    expect_eq "$out" "$native" "cxx-pool ($opts): as natively"
-    expect_eq "$err" "" "cxx-pool ($opts): no report"
-done
+# as_natively PROG WHAT WANT: PROG prints WANT natively, and the same under the shim (defaults
+# and every block sampled), with status 0 and no report.
+as_natively() {
+    shim_prog "$1"
+    native=$("$prog" 2>&1)
+    expect_eq "$native" "$3" "$2 natively"
+    for opts in "trace=0" "trace=0:sample_rate=1"; do
+        run "$opts" "$prog"
+        expect_rc 0 "$2 ($opts)"
+        expect_eq "$out" "$native" "$2 ($opts): as natively"
+        expect_eq "$err" "" "$2 ($opts): no report"
+    done
+}
+as_natively prog_cxx_pool cxx-pool "prog_cxx_pool: news 4 deletes 3, 4720 bytes from the pool"
 # Only operator new replaced, over malloc: the default delete, new[] and delete[] pair with
 # it, and a block of it released by delete is no alloc-dealloc-mismatch (it was, malloc vs
 # operator delete: a finding, exit 1).
-shim_prog prog_cxx_newonly
-native=$("$prog" 2>&1)
-expect_eq "$native" "prog_cxx_newonly: 100 strings, news counted" "cxx-newonly natively"
-for opts in "trace=0" "trace=0:sample_rate=1"; do
-    run "$opts" "$prog"
-    expect_rc 0 "cxx-newonly ($opts)"
-    expect_eq "$out" "$native" "cxx-newonly ($opts): as natively"
-    expect_eq "$err" "" "cxx-newonly ($opts): no report"
-done
+as_natively prog_cxx_newonly cxx-newonly "prog_cxx_newonly: 100 strings, news counted"
 prog=$progs/prog_robust
 
 # A large block made read-only, then freed: natively glibc unmaps it without a write; the
