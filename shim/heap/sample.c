@@ -218,12 +218,17 @@ bool sample_size(const void *p, size_t *size)
     bool live = false;
     if (k < 0 || k >= (long)SLOTS)
         return false;
-    shim_lock_take(&g_lock);
+    /* Inside a locked section (a signal handler, lock.h) this thread may hold the pool's
+     * lock itself: the slot is read without it, as sample_fault reads it. */
+    bool lock = !shim_t_locks;
+    if (lock)
+        shim_lock_take(&g_lock);
     if (g_slots && g_slots[k].state == SLOT_LIVE && g_slots[k].addr == a) {
         *size = g_slots[k].size;
         live = true;
     }
-    shim_lock_drop(&g_lock);
+    if (lock)
+        shim_lock_drop(&g_lock);
     return live;
 }
 

@@ -11,6 +11,11 @@
  *            how many allocations failed (for a run under ulimit -v)
  *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, while the main
  *            thread (and, with N = 2, an idle second thread) allocates and frees
+ *   signals-own N  the same, and the handler also asks the usable size of a block of its own
+ *            and reallocs it (run with every block sampled: see robust.sh)
+ *   usable-storm  a thread sends SIGUSR1 to the main thread without pause while it allocates
+ *            and frees 20,000 blocks; the handler asks the usable size of a block (sampled
+ *            under sample_rate=1: the interrupted thread often holds the pool's lock)
  *   closefd FILE  annotates once (so the trace is open), closes every fd from 3 up, opens
  *            FILE, puts it on every number up to 2047 (as a program's later opens could),
  *            writes 16 KiB to it, annotates enough to grow a trace past 1 MiB, then frees a
@@ -31,6 +36,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -442,6 +448,11 @@ static void mode_churn(void)
 /* ---- signals ---- */
 
 static volatile sig_atomic_t g_hits;
+static volatile sig_atomic_t g_bad_size;
+static unsigned char *volatile g_own; /* the handler's own block, resized by it */
+static volatile size_t g_own_size;
+static pthread_t g_main;
+static int g_with_own; /* signals-own */
 
 static void on_alarm(int sig)
 {
@@ -451,6 +462,72 @@ static void on_alarm(int sig)
         memset(p, 1, 64);
     free(p);
     g_hits++;
+    /* A block of its own asked about and resized (sampled under sample_rate=1, whose pool's
+     * lock the interrupted thread may hold), on the main thread only: with two threads two
+     * handlers may run at once. */
+    if (!g_with_own || !pthread_equal(pthread_self(), g_main))
+        return;
+    if (malloc_usable_size(g_own) < g_own_size)
+        g_bad_size = 1;
+    if (g_hits % 64)
+        return; /* the usable size on every call; a realloc (two page protections when
+                   sampled) on some, or the handler would outlast the timer's period */
+    size_t n = g_hits & 64 ? 100 : 200;
+    unsigned char *q = realloc(g_own, n);
+    if (q) {
+        g_own = q;
+        g_own_size = n;
+    }
+}
+
+/* ---- usable-storm ---- */
+
+static unsigned char *volatile g_storm_block;
+static atomic_int g_storm_stop;
+static volatile size_t g_storm_usable;
+static pthread_t g_storm_main;
+
+static void on_storm(int sig)
+{
+    (void)sig;
+    g_storm_usable = malloc_usable_size(g_storm_block);
+}
+
+static void *storm_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_storm_stop))
+        pthread_kill(g_storm_main, SIGUSR1);
+    return NULL;
+}
+
+static void mode_usable_storm(void)
+{
+    g_storm_block = malloc(64);
+    CHECK(g_storm_block, "malloc");
+    g_storm_main = pthread_self();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_storm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_t storm;
+    CHECK(pthread_create(&storm, NULL, storm_main, NULL) == 0, "pthread_create");
+    void *keep[300] = {0};
+    for (long i = 0; i < 20000; i++) {
+        int k = (int)(i % 300);
+        free(keep[k]);
+        keep[k] = malloc((size_t)(i % 3000) + 1);
+    }
+    atomic_store(&g_storm_stop, 1);
+    pthread_join(storm, NULL);
+    signal(SIGUSR1, SIG_IGN);
+    for (int k = 0; k < 300; k++)
+        free(keep[k]);
+    CHECK(g_storm_usable >= 64, "malloc_usable_size in the handler below the block's size");
+    free(g_storm_block);
+    if (!failures)
+        printf("usable-storm ok\n");
 }
 
 static void *idle_main(void *arg)
@@ -465,6 +542,9 @@ static void mode_signals(int threads)
     pthread_t idle;
     if (threads > 1)
         pthread_create(&idle, NULL, idle_main, NULL);
+    g_main = pthread_self();
+    g_own = malloc(g_own_size = 64);
+    CHECK(g_own, "malloc");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
@@ -486,7 +566,9 @@ static void mode_signals(int threads)
     g_stop = 1;
     if (threads > 1)
         pthread_join(idle, NULL);
+    free(g_own);
     CHECK(g_hits > 0, "no SIGALRM handled");
+    CHECK(!g_bad_size, "malloc_usable_size in the handler below the block's size");
     if (!failures)
         printf("signals ok\n");
 }
@@ -744,7 +826,12 @@ int main(int argc, char **argv)
         mode_churn();
     else if (strcmp(mode, "signals") == 0)
         mode_signals(atoi(arg));
-    else if (strcmp(mode, "closefd") == 0)
+    else if (strcmp(mode, "usable-storm") == 0)
+        mode_usable_storm();
+    else if (strcmp(mode, "signals-own") == 0) {
+        g_with_own = 1;
+        mode_signals(atoi(arg));
+    } else if (strcmp(mode, "closefd") == 0)
         mode_closefd(arg);
     else if (strcmp(mode, "annotate") == 0)
         mode_annotate(atoi(arg));
