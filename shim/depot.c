@@ -208,39 +208,35 @@ static uint32_t put_recent(const uintptr_t *frames, unsigned n)
     return id;
 }
 
-uint32_t depot_walk_end(void **buf, int n)
+/* The end of a walk: drops the first `skip` frames and then those inside libtlsan.so, interns
+ * the rest. */
+static uint32_t walk_finish(void **buf, int n, unsigned skip)
 {
-    unwind_capture_end();
-    t_capturing = 0;
-    unsigned skip = first_user_frame(buf, n, 0);
-    if (n <= (int)skip)
-        return 0;
-    return put_recent((const uintptr_t *)(buf + skip), (unsigned)n - skip);
-}
-
-__attribute__((noinline)) uint32_t depot_capture(unsigned skip)
-{
-    unsigned depth = (unsigned)shim_opts()->stack_depth;
-    if (depth == 0 || t_capturing)
-        return 0;
-    if (depth > DEPOT_MAX_FRAMES)
-        depth = DEPOT_MAX_FRAMES;
-    /* Frame 0 of the walk is this function (it is noinline); frame 1 its caller. */
-    void *buf[DEPOT_WALK_BUF];
-    skip += 1;
-    unsigned want = depth + skip;
-    if (want > sizeof buf / sizeof buf[0])
-        want = sizeof buf / sizeof buf[0];
-    t_capturing = 1;
-    unwind_setup(); /* done at initialisation; here for the unit tests, which link no init */
-    unwind_capture_begin();
-    int n = unw_backtrace(buf, (int)want);
     unwind_capture_end();
     t_capturing = 0;
     skip = first_user_frame(buf, n, skip);
     if (n <= (int)skip)
         return 0;
     return put_recent((const uintptr_t *)(buf + skip), (unsigned)n - skip);
+}
+
+uint32_t depot_walk_end(void **buf, int n)
+{
+    return walk_finish(buf, n, 0);
+}
+
+__attribute__((noinline)) uint32_t depot_capture(unsigned skip)
+{
+    void *buf[DEPOT_WALK_BUF];
+    int want = depot_walk_begin();
+    if (!want)
+        return 0;
+    /* Frame 0 of the walk is this function (it is noinline, and stands where the hook's
+     * own frame does for depot_walk_begin); the caller's skip on top. */
+    unsigned total = (unsigned)want + skip;
+    if (total > sizeof buf / sizeof buf[0])
+        total = sizeof buf / sizeof buf[0];
+    return walk_finish(buf, unw_backtrace(buf, (int)total), skip + 1);
 }
 
 unsigned depot_get(uint32_t id, const uintptr_t **frames)

@@ -1309,6 +1309,26 @@ static void free_lite(void *p)
         real_free(real);
 }
 
+/* What the table knows of the block at slot i of s (lock held), into c; a live block is
+ * claimed (F_CLAIMED) for the caller's free. */
+static void claim_locked(struct shard *s, size_t i, struct heap_claim *c)
+{
+    struct block e = block_at(s, i);
+    c->size = e.size;
+    c->left = left_of(e.flags);
+    c->alloc_stack = e.alloc_stack;
+    c->free_stack = e.free_stack;
+    c->family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
+    if (e.flags & F_FREED) {
+        c->state = HEAP_CLAIM_FREED;
+    } else if (e.flags & F_CLAIMED) {
+        c->state = HEAP_CLAIM_BUSY;
+    } else {
+        c->state = HEAP_CLAIM_LIVE;
+        s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
+    }
+}
+
 void heap_free_claim(void *p, struct heap_claim *c)
 {
     uintptr_t a = (uintptr_t)p;
@@ -1317,24 +1337,10 @@ void heap_free_claim(void *p, struct heap_claim *c)
     memset(c, 0, sizeof *c);
     shim_lock_take(&s->lock);
     long i = find_slot(s, a, h);
-    if (i < 0) {
+    if (i < 0)
         c->state = HEAP_CLAIM_UNKNOWN;
-    } else {
-        struct block e = block_at(s, (size_t)i);
-        c->size = e.size;
-        c->left = left_of(e.flags);
-        c->alloc_stack = e.alloc_stack;
-        c->free_stack = e.free_stack;
-        c->family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
-        if (e.flags & F_FREED) {
-            c->state = HEAP_CLAIM_FREED;
-        } else if (e.flags & F_CLAIMED) {
-            c->state = HEAP_CLAIM_BUSY;
-        } else {
-            c->state = HEAP_CLAIM_LIVE;
-            s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
-        }
-    }
+    else
+        claim_locked(s, (size_t)i, c);
     shim_lock_drop(&s->lock);
 }
 
@@ -1486,18 +1492,8 @@ void heap_free_once(void *p, unsigned dealloc, uint32_t free_stack)
             retire_unlocked(p, &r, free_stack);
             return;
         }
-        struct block e = block_at(s, (size_t)i);
-        c.size = e.size;
-        c.left = left_of(e.flags);
-        c.alloc_stack = e.alloc_stack;
-        c.free_stack = e.free_stack;
-        c.family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
-        c.state = e.flags & F_FREED     ? HEAP_CLAIM_FREED
-                  : e.flags & F_CLAIMED ? HEAP_CLAIM_BUSY
-                                        : HEAP_CLAIM_LIVE;
         /* A mismatch is reported before the block is freed, as heap_free_finish does. */
-        if (c.state == HEAP_CLAIM_LIVE)
-            s->e[i].meta |= (uint64_t)F_CLAIMED << META_FLAGS_SHIFT;
+        claim_locked(s, (size_t)i, &c);
     }
     shim_lock_drop(&s->lock);
     c.dealloc = (enum heap_family)dealloc;

@@ -165,6 +165,14 @@ static size_t block_room(size_t n)
     return n ? (n + 15) & ~(size_t)15 : 16;
 }
 
+/* The sentinel on the bytes of the slot's page around the block at a of n bytes: before it,
+ * and its slack after it. */
+static void fill_edges(uintptr_t page, uintptr_t a, size_t n)
+{
+    sentinel_fill((void *)page, a - page);
+    sentinel_fill((void *)(a + n), block_room(n) - n);
+}
+
 void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
 {
     shim_lock_take(&g_lock);
@@ -196,8 +204,7 @@ void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
         shim_lock_drop(&g_lock);
         return NULL;
     }
-    sentinel_fill((void *)page, a - page);
-    sentinel_fill((void *)(a + n), rounded - n);
+    fill_edges(page, a, n);
     if (zeroed)
         memset((void *)a, 0, n);
     shim_lock_take(&g_lock);
@@ -298,12 +305,9 @@ static void report_edges(const struct slot *s, uintptr_t at, uint32_t free_stack
                      where, s->size, (void *)s->addr, under ? " (underflow)" : "");
     if (!r)
         return;
-    if (when)
-        report_line(r, "  the sampled block's page changed %s it (found %s; the block is live)",
-                    under ? "before" : "after", when);
-    else
-        report_line(r, "  the sampled block's page changed %s it (found when it was freed)",
-                    under ? "before" : "after");
+    report_line(r, "  the sampled block's page changed %s it (found %s%s)",
+                under ? "before" : "after", when ? when : "when it was freed",
+                when ? "; the block is live" : "");
     report_stack(r, "allocated here", s->alloc_stack);
     if (!when)
         report_stack(r, "freed here", free_stack);
@@ -353,10 +357,8 @@ static unsigned live_scan(size_t count, int at_exit, int symbolize)
             unsigned m = changed_edges(s, page, at);
             for (unsigned i = 0; i < m; i++)
                 found[n++] = (struct damage){*s, at[i]};
-            if (m) { /* refilled: its free does not report them again */
-                sentinel_fill((void *)page, s->addr - page);
-                sentinel_fill((void *)(s->addr + s->size), block_room(s->size) - s->size);
-            }
+            if (m) /* refilled: its free does not report them again */
+                fill_edges(page, s->addr, s->size);
         }
         shim_lock_drop(&g_lock);
         for (unsigned i = 0; i < n; i++)
