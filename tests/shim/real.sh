@@ -4,6 +4,10 @@
 # status, the same files left in their directory (names, types, sizes and, where the program
 # is deterministic, bytes), the same descriptors, and no finding.
 #
+# A workload named with `opts=OPTIONS` runs under `tlsan run --options OPTIONS` instead of the
+# defaults: sample_rate=1 serves every block of up to a page from a guarded page of its own,
+# the shim's most intrusive mode.
+#
 # Each workload runs twice in the same directory, so that absolute paths written by the
 # program (git, cmake) are equal: natively, then, after the directory is laid out again from
 # scratch, under the shim. A program missing from the machine is skipped with its name.
@@ -52,7 +56,8 @@ snapshot() {
 # two runs; WORK (a shell function) runs inside $work in a fresh bash, natively and under
 # `tlsan run`, so that the shell is watched too.
 compare() {
-    local name=$1 prepare=$2
+    local name=$1 prepare=$2 run=("$bin" run)
+    [ -z "${opts:-}" ] || { name="$name, $opts"; run+=(--options "$opts"); }
     set -- bash -c "$(declare -f "$3"); $3"
     rm -rf "$work" && mkdir -p "$work" && (cd "$work" && "$prepare") || {
         bad "$name: preparing the directory failed"
@@ -62,7 +67,7 @@ compare() {
     local nrc=$?
     snapshot "$tmp/n"
     rm -rf "$work" && mkdir -p "$work" && (cd "$work" && "$prepare")
-    (cd "$work" && "$bin" run -- "$@") >"$tmp/s.out" 2>"$tmp/s.err"
+    (cd "$work" && "${run[@]}" -- "$@") >"$tmp/s.out" 2>"$tmp/s.err"
     local src=$?
     snapshot "$tmp/s"
     # tlsan run's summary is its last line on stderr; everything before it is the program's.
@@ -126,6 +131,7 @@ print("pipe", r, w)
 '
 }
 have /usr/bin/python3 && compare "python3 descriptors" no_files python_fds
+have /usr/bin/python3 && opts=sample_rate=1 compare "python3 descriptors" no_files python_fds
 
 # bash lists its own descriptors with a glob (a child listing them would race with bash
 # closing a pipeline's pipes), before and after opening one of its own.
@@ -134,6 +140,32 @@ bash_fds() {
     fds; exec 3>out3; echo hi >&3; fds
 }
 compare "bash descriptors" no_files bash_fds
+opts=sample_rate=1 compare "bash descriptors" no_files bash_fds
+
+# Failing programs keep their status: an exit status, a signal death, an uncaught exception.
+# (Each in a group with its own stderr: bash's "Killed" line names the PID.)
+failing_work() {
+    false
+    echo "false $?"
+    /usr/bin/python3 -c 'import sys; sys.exit(3)'
+    echo "sys.exit $?"
+    { /usr/bin/python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'; echo "SIGKILL $?"; } 2>/dev/null
+    { sh -c 'kill -SEGV $$'; echo "SIGSEGV $?"; } 2>/dev/null
+    { /usr/bin/python3 -c 'import os; os.abort()'; echo "abort $?"; } 2>/dev/null
+    /usr/bin/python3 -c 'raise ValueError("no")'
+    echo "exception $?"
+    ls /nonexistent
+    echo "ls $?"
+    sh -c 'exit 255'
+    echo "exit 255 $?"
+}
+if have /usr/bin/python3; then
+    compare "failing programs" no_files failing_work
+    # what the native run printed, so that the comparison cannot pass on two wrong outputs
+    expect_eq "$(tr '\n' ',' <"$tmp/n.out")" "false 1,sys.exit 3,SIGKILL 137,SIGSEGV 139,abort 134,exception 1,ls 2,exit 255 255," \
+        "failing programs: their native statuses"
+fi
+have /usr/bin/python3 && opts=sample_rate=1 compare "failing programs" no_files failing_work
 
 node_workers() {
     node -e '
@@ -152,6 +184,7 @@ for (let w = 0; w < 4; w++) {
 }'
 }
 have node && compare "node worker threads" no_files node_workers
+have node && opts=sample_rate=1 compare "node worker threads" no_files node_workers
 
 git_repo() {
     mkdir src && for i in $(seq 1 40); do printf 'file %d\n%s\n' "$i" "$(seq "$i" $((i * 50)))" >"src/f$i.txt"; done
@@ -167,6 +200,8 @@ git_work() {
 # git gc packs deterministically with one thread (its delta search with several is not);
 # its logs and index carry times.
 have git && volatile=".git/index .git/logs/* .git/gc.log" compare "git init/add/commit/gc" git_repo git_work
+have git && volatile=".git/index .git/logs/* .git/gc.log" opts=sample_rate=1 \
+    compare "git init/add/commit/gc" git_repo git_work
 
 cmake_project() {
     mkdir proj
@@ -218,6 +253,7 @@ SELECT count(*), total(v) FROM t;
 EOF
 }
 have sqlite3 && compare "sqlite3" no_files sqlite_work
+have sqlite3 && opts=sample_rate=1 compare "sqlite3" no_files sqlite_work
 
 # A forking program: a shell that starts 300 short-lived children, and xargs running two at
 # a time.
@@ -237,6 +273,7 @@ have xz && have zstd && compare "threaded xz, zstd, sort" data_file threaded_wor
 
 perl_work() { perl -e 'my %h; $h{$_ % 977} .= "x$_" for 1 .. 200000; print join(",", map { length $h{$_} } sort { $a <=> $b } keys %h), "\n"' | sha256sum; }
 have perl && compare "perl" no_files perl_work
+have perl && opts=sample_rate=1 compare "perl" no_files perl_work
 
 [ "${#skipped[@]}" -eq 0 ] || echo "SKIP: not on this machine: ${skipped[*]}"
 echo "real.sh: $passed passed, $failed failed"
