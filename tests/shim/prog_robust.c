@@ -27,7 +27,9 @@
  *   forklog DIR  renames DIR/log-dir to DIR/moved (where the parent's log_path file is), then
  *            forks a child that frees a block twice
  *   libc-names  mixes glibc's exported __libc_malloc family with malloc/free both ways (a
- *            block from one freed or resized by the other), contents checked */
+ *            block from one freed or resized by the other), contents checked
+ *   readonly-free  large blocks made read-only, then freed
+ *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -786,6 +788,49 @@ static void mode_readonly_free(void)
         printf("readonly-free ok\n");
 }
 
+/* Small blocks whose pages the program protected, then freed (arg: the case): natively glibc
+ * writes only the chunk's header (before the protected page) and, for a block that does not
+ * join the top chunk, its first bytes; the shim must neither crash nor report when the fill of
+ * the freed block faults. Cases: "memalign-read" and "memalign-none" a memalign(4096, 4096)
+ * block made read-only or inaccessible, then freed; "realloc-read" the read-only one grown
+ * with realloc (natively in place, into the top chunk; under the shim it moves, and the copy
+ * reads it); "interior-none" the middle page of a three-page block made inaccessible (a guard
+ * page of the program's own), then freed. Natively a later allocation may carve the top chunk
+ * over the protected page, so stdout gets a static buffer and nothing is allocated after. */
+static void mode_readonly_small(const char *arg)
+{
+    static char buf[BUFSIZ];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int none = strstr(arg, "-none") != NULL;
+    unsigned char *p, *lo;
+    size_t n;
+    if (strcmp(arg, "interior-none") == 0) {
+        n = 3 * page;
+        p = malloc(n);
+        CHECK(p != NULL, "malloc of three pages");
+        if (!p)
+            return;
+        lo = (unsigned char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+    } else {
+        n = page;
+        p = lo = memalign(page, n);
+        CHECK(p != NULL, "memalign of a page");
+        if (!p)
+            return;
+    }
+    memset(p, 'm', n);
+    CHECK(mprotect(lo, page, none ? PROT_NONE : PROT_READ) == 0, "mprotect");
+    if (strcmp(arg, "realloc-read") == 0) {
+        unsigned char *q = realloc(p, 3 * page);
+        CHECK(q != NULL && q[0] == 'm' && q[page - 1] == 'm', "realloc keeps the bytes");
+        p = q;
+    }
+    free(p);
+    if (!failures)
+        printf("readonly-small %s ok\n", arg);
+}
+
 /* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
  * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
  * "double-free": a double free afterwards is still reported). */
@@ -847,6 +892,8 @@ int main(int argc, char **argv)
         mode_oom_probe(arg);
     else if (strcmp(mode, "readonly-free") == 0)
         mode_readonly_free();
+    else if (strcmp(mode, "readonly-small") == 0)
+        mode_readonly_small(arg);
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;
