@@ -1251,7 +1251,7 @@ static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
 
 bool heap_quarantine_drain(void)
 {
-    bool any = false;
+    bool any = sample_give_back(); /* the pool's unused pages too */
     for (;;) {
         uintptr_t victims[EVICT_BATCH];
         size_t n = 0;

@@ -29,7 +29,8 @@
  *   libc-names  mixes glibc's exported __libc_malloc family with malloc/free both ways (a
  *            block from one freed or resized by the other), contents checked
  *   readonly-free  large blocks made read-only, then freed
- *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated */
+ *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated
+ *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -796,11 +797,11 @@ static void mode_readonly_free(void)
  * with realloc (natively in place, into the top chunk; under the shim it moves, and the copy
  * reads it); "interior-none" the middle page of a three-page block made inaccessible (a guard
  * page of the program's own), then freed. Natively a later allocation may carve the top chunk
- * over the protected page, so stdout gets a static buffer and nothing is allocated after. */
+ * over the protected page, so stdout is unbuffered (no buffer to allocate) and nothing is
+ * allocated after. */
 static void mode_readonly_small(const char *arg)
 {
-    static char buf[BUFSIZ];
-    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    setvbuf(stdout, NULL, _IONBF, 0);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     int none = strstr(arg, "-none") != NULL;
     unsigned char *p, *lo;
@@ -829,6 +830,46 @@ static void mode_readonly_small(const char *arg)
     free(p);
     if (!failures)
         printf("readonly-small %s ok\n", arg);
+}
+
+/* Run under ulimit -v: maps 64 KiB pieces until the address space is used up, then allocates
+ * and frees a small block (the first small one: stdout is unbuffered), and unmaps them. Under
+ * the shim with sample_rate=1 that block is sampled, and the pool cannot be mapped. The pieces
+ * are chained through their own first word: nothing else of the limit is taken (the churn
+ * mode runs near its limit too). */
+static void mode_exhaust(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    enum { PIECE = 64 * 1024 };
+    void **last = NULL;
+    size_t n = 0;
+    /* glibc's heap set up first, kept (natively the block below comes from it), by an
+     * allocator the shim never samples (the pool is mapped at the first sampled call). */
+    void *keep = NULL;
+    CHECK(posix_memalign(&keep, 64, 8192) == 0, "posix_memalign");
+    for (; n < (1u << 20); n++) { /* 64 GiB: the limit is reached first */
+        void **m = mmap(NULL, PIECE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            break;
+        *m = last;
+        last = m;
+    }
+    CHECK(n < (1u << 20), "the address space ran out (run under ulimit -v)");
+    char *p = malloc(32);
+    CHECK(p != NULL, "a small block with the address space used up");
+    if (p)
+        memset(p, 'e', 32);
+    free(p);
+    size_t back = 0;
+    while (last) {
+        void **next = *last;
+        back += munmap(last, PIECE) == 0;
+        last = next;
+    }
+    CHECK(back == n, "every piece unmapped");
+    free(keep);
+    if (!failures)
+        printf("exhaust ok\n");
 }
 
 /* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
@@ -894,6 +935,8 @@ int main(int argc, char **argv)
         mode_readonly_free();
     else if (strcmp(mode, "readonly-small") == 0)
         mode_readonly_small(arg);
+    else if (strcmp(mode, "exhaust") == 0)
+        mode_exhaust();
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;

@@ -149,12 +149,40 @@ expect_rc 1 "oom-probe double-free: exitcode"
 expect_eq "$(grep -c '^SUMMARY: tlsan: double-free of a 24-byte block$' "$tmp/err")" 1 \
     "oom-probe: the double free after the failed request is reported"
 
+# Guarded sampling under a finite ulimit -v: its pool takes at most 1/1024 of the limit (here
+# 11 slots, 92 KiB), so a read after free of a sampled block is still caught at the access
+# (before, sampling turned itself off under any finite limit, silently, and this was missed).
+# When even that cannot be mapped (exhaust: the program used up its address space first), one
+# line says that sampling is off and why, and the program runs as natively.
+(ulimit -v 100000 && TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" \
+    "$progs/prog_heapbugs" sampled-read-after-free) >"$tmp/out" 2>"$tmp/err"
+rc=$?
+err=$(cat "$tmp/err")
+expect_eq "$rc:$(cat "$tmp/out")" "1:sampled-read-after-free done" "sampling under ulimit -v: goes on, a finding"
+expect_count "$err" "$pid_line"'heap-use-after-free on address 0x[0-9a-f]+ at offset 8 of a 32-byte block' 1 \
+    "sampling under ulimit -v: the read after free"
+expect_count "$err" "^  a read of a freed block, sampled into a page of its own made inaccessible at its free$" 1 \
+    "sampling under ulimit -v: caught at the access"
+native=$( (ulimit -v 100000 && "$prog" exhaust) 2>&1)
+expect_eq "$native" "exhaust ok" "exhaust natively"
+(ulimit -v 100000 && TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" "$prog" exhaust) \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_rc 0 "exhaust (sample_rate=1)"
+expect_eq "$(cat "$tmp/out")" "exhaust ok" "exhaust (sample_rate=1): as natively"
+expect_eq "$(cat "$tmp/err")" "tlsan: guarded sampling (sample_rate) off: its pool of 92 KiB could not be mapped (errno 12)" \
+    "exhaust (sample_rate=1): the one line"
+
 # The same with 100 MiB of 1 MiB blocks churned: when the side table cannot grow or the real
 # allocator fails, the quarantine is emptied first (its guarded large blocks hold far more
 # address space than these limits), so no allocation fails that does not fail natively. The
 # limits leave room for what the shim adds to the 409,600 small blocks live at once (about
-# 100 bytes each: 16 bytes of redzone on each side, the table's slot and stack ids).
-for kb in 200000 250000; do
+# 100 bytes each: 16 bytes of redzone on each side, the table's slot and stack ids), and for
+# the sampling pool, which under a limit takes up to 1/1024 of it (24 slots, 196 KiB here,
+# all live at the end: a sampled block keeps its slot). 205000, not 200000: before, with no
+# sampling under a limit, the shim ran this at 200,000 but not at 199,500 (the edge); with the
+# pool it runs at 200,300.
+for kb in 205000 250000; do
     native=$( (ulimit -v "$kb" && "$prog" churn) 2>/dev/null)
     if [ "$native" = "churn fails 0" ]; then
         out=$( (ulimit -v "$kb" && TLSAN_OPTIONS=trace=0 LD_PRELOAD="$shim" "$prog" churn) 2>/dev/null)
