@@ -23,6 +23,7 @@
  * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
  * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
 #include "heap/heap.h"
+#include "deepbind.h"
 #include "depot.h"
 #include "heap/sample.h"
 #include "lock.h"
@@ -1464,6 +1465,10 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
+    if (c->state == HEAP_CLAIM_UNKNOWN && deepbind_seen() && deepbind_glibc_block(p)) {
+        real_free(p); /* glibc's own block, from a library opened with RTLD_DEEPBIND */
+        return;
+    }
     if (c->state == HEAP_CLAIM_UNKNOWN) {
         report_invalid_free(p, free_stack);
         end_as_natively(); /* glibc: "free(): invalid pointer" */

@@ -30,7 +30,8 @@
  *            block from one freed or resized by the other), contents checked
  *   readonly-free  large blocks made read-only, then freed
  *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated
- *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates */
+ *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates
+ *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -872,6 +873,59 @@ static void mode_exhaust(void)
         printf("exhaust ok\n");
 }
 
+/* dlopen(LIB, RTLD_NOW | RTLD_DEEPBIND) (arg "lazy": RTLD_LAZY) of lib_deepbind.c, whose
+ * malloc family is then glibc's natively: blocks of the program freed and reallocated by the
+ * library and the reverse, and the block its constructor allocated freed by the program.
+ * Natively all of it is one allocator's; the shim must neither report nor crash. Then, for
+ * arg "double-free", the library frees a block of the program's twice, and for "invalid-free"
+ * the program frees an interior pointer (each a bug natively, which glibc aborts on). */
+static void mode_deepbind(const char *lib, const char *how)
+{
+    int flags = (strcmp(how, "lazy") == 0 ? RTLD_LAZY : RTLD_NOW) | RTLD_DEEPBIND;
+    void *h = dlopen(lib, flags);
+    CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
+    if (!h)
+        return;
+    void *(*lib_alloc)(size_t) = (void *(*)(size_t))dlsym(h, "lib_deepbind_alloc");
+    void (*lib_free)(void *) = (void (*)(void *))dlsym(h, "lib_deepbind_free");
+    void *(*lib_realloc)(void *, size_t) =
+        (void *(*)(void *, size_t))dlsym(h, "lib_deepbind_realloc");
+    char *(*lib_take)(void) = (char *(*)(void))dlsym(h, "lib_deepbind_take");
+    CHECK(lib_alloc && lib_free && lib_realloc && lib_take, "dlsym");
+    if (!lib_alloc || !lib_free || !lib_realloc || !lib_take)
+        return;
+    for (int round = 0; round < 100; round++) {
+        char *p = malloc(100); /* the program's, freed by the library */
+        memset(p, 'p', 100);
+        p = lib_realloc(p, 5000);
+        CHECK(p && p[99] == 'p', "the library's realloc of the program's block");
+        lib_free(p);
+        char *q = lib_alloc(100); /* the library's, freed by the program */
+        memset(q, 'q', 100);
+        q = realloc(q, 3000);
+        CHECK(q && q[99] == 'q', "the program's realloc of the library's block");
+        free(q);
+    }
+    char *made = lib_take();
+    CHECK(made && strcmp(made, "made by the constructor") == 0, "the constructor's block");
+    made = realloc(made, 4000);
+    CHECK(made && strcmp(made, "made by the constructor") == 0, "its realloc by the program");
+    free(made);
+    if (strcmp(how, "double-free") == 0) {
+        char *p = malloc(24);
+        lib_free(p);
+        lib_free(p);
+    } else if (strcmp(how, "invalid-free") == 0) {
+        char *p = malloc(64);
+        memset(p, 'x', 64);
+        char *volatile inside = p + 16; /* volatile: the compiler sees no bad free */
+        free(inside);
+    }
+    dlclose(h);
+    if (!failures)
+        printf("deepbind ok\n");
+}
+
 /* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
  * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
  * "double-free": a double free afterwards is still reported). */
@@ -937,6 +991,8 @@ int main(int argc, char **argv)
         mode_readonly_small(arg);
     else if (strcmp(mode, "exhaust") == 0)
         mode_exhaust();
+    else if (strcmp(mode, "deepbind") == 0)
+        mode_deepbind(arg, argc > 3 ? argv[3] : "");
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;

@@ -291,6 +291,43 @@ for round in 1 2 3 4 5 6; do
     expect_eq "$err" "" "dlopen-tls (run $round): no report"
 done
 
+# A library opened with RTLD_DEEPBIND binds malloc and free to glibc's: the shim binds its
+# allocator calls to the shim's after the dlopen, and frees the block its constructor allocated
+# (glibc's) with glibc's free. Blocks both ways and reallocated, RTLD_NOW and RTLD_LAZY, the
+# defaults and every block sampled: as natively. Before, the library's realloc of a block of
+# the program's aborted (glibc: "mremap_chunk(): invalid pointer", 134).
+deeplib=$progs/librobust_deepbind.so
+for how in now lazy; do
+    native=$("$prog" deepbind "$deeplib" "$how" 2>&1)
+    expect_eq "$native" "deepbind ok" "deepbind $how natively"
+    for opts in "trace=0" "trace=0:sample_rate=1"; do
+        run "$opts" "$prog" deepbind "$deeplib" "$how"
+        expect_rc 0 "deepbind $how ($opts)"
+        expect_eq "$out" "$native" "deepbind $how ($opts): as natively"
+        expect_eq "$err" "" "deepbind $how ($opts): no report"
+    done
+done
+# The bugs are still found there: the library freeing a block twice (its free is the shim's
+# now), an interior pointer freed after the deep-bound load; each ends as natively (134).
+for how in double-free invalid-free; do
+    run "trace=0" "$prog" deepbind "$deeplib" "$how"
+    expect_rc 134 "deepbind $how"
+    expect_count "$err" "^SUMMARY: tlsan: $how " 1 "deepbind $how: the report"
+done
+# dlopen without RTLD_DEEPBIND is the next dlopen, reached by a jump: glibc takes the program
+# for the caller, so a bare name is found along the program's own RUNPATH.
+mkdir -p "$tmp/rp"
+if cc -shared -fPIC -o "$tmp/rp/librp_only.so" "$src/tests/shim/lib_deepbind.c" 2>"$tmp/cc_err" &&
+    printf '%s\n' '#include <dlfcn.h>' '#include <stdio.h>' \
+        'int main(void) { void *h = dlopen("librp_only.so", RTLD_NOW); puts(h ? "found" : dlerror()); return !h; }' |
+    cc -x c -o "$tmp/rp/prog_rp" - -Wl,-rpath,"$tmp/rp" -Wl,--enable-new-dtags -ldl 2>>"$tmp/cc_err"; then
+    run "trace=0" "$tmp/rp/prog_rp"
+    expect_rc 0 "dlopen along the program's RUNPATH"
+    expect_eq "$out" "found" "dlopen along the program's RUNPATH"
+else
+    echo "note: no compiler for the RUNPATH check ($(cat "$tmp/cc_err")); skipped"
+fi
+
 # A forked child starts with no findings: the parent's double free is not the child's.
 run "trace=0:halt_on_error=0" "$prog" forkfind
 expect_rc 1 "forkfind: the parent had a finding"
