@@ -23,6 +23,7 @@
  * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
  * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
 #include "heap/heap.h"
+#include "deepbind.h"
 #include "depot.h"
 #include "heap/sample.h"
 #include "lock.h"
@@ -159,57 +160,78 @@ static struct sigaction g_prev_segv;
  * SIGSEGV action for the program here once the shim's handler is installed. */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
-static const unsigned char g_pattern_bytes[8] = {0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F, 0xFE, 0x7F};
+/* The sentinel from an even address, one byte longer so that it also starts at an odd one. */
+static const unsigned char g_pattern_bytes[9] = {0xFE, 0x7F, 0xFE, 0x7F, 0xFE,
+                                                 0x7F, 0xFE, 0x7F, 0xFE};
 
 /* ---- the sentinel ---- */
 
+/* The sentinel's 8 bytes as the word stored at an address of a's parity. Words 8 bytes apart
+ * have the same parity, so one pattern serves a whole run of them, whatever the alignment. */
+static inline uint64_t sentinel_word(uintptr_t a)
+{
+    uint64_t w;
+    memcpy(&w, g_pattern_bytes + (a & 1), 8);
+    return w;
+}
+
+/* Both functions below work in unaligned 8-byte words (x86-64 and arm64 take them at full
+ * speed) and cover a range's last bytes with one more word ending at its end, overlapping
+ * the one before: no loop runs a number of times that depends on the address, so their
+ * branches predict. Byte loops over the unaligned head and tail cost malloc_heavy's
+ * redzones (16 bytes at an arbitrary alignment, filled at malloc and compared at free) two
+ * mispredicted branches per call. Only ranges under 8 bytes go byte by byte. */
 void sentinel_fill(void *p, size_t n)
 {
     unsigned char *c = p;
-    while (n && ((uintptr_t)c & 7)) {
-        *c = sentinel_byte((uintptr_t)c);
-        c++, n--;
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            c[i] = sentinel_byte((uintptr_t)(c + i));
+        return;
     }
-    uint64_t pat;
-    memcpy(&pat, g_pattern_bytes, 8); /* c is 8-aligned, so even: FE first */
-    for (; n >= 8; n -= 8, c += 8)
-        memcpy(c, &pat, 8);
-    while (n) {
-        *c = sentinel_byte((uintptr_t)c);
-        c++, n--;
-    }
+    uint64_t pat = sentinel_word((uintptr_t)c), last = sentinel_word((uintptr_t)c + n - 8);
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        memcpy(c + i, &pat, 8);
+    memcpy(c + n - 8, &last, 8);
+}
+
+/* The first byte of [c, c + n) that is not the sentinel, or n (byte by byte: the slow path,
+ * taken for a short range or once a word has differed). */
+static size_t first_change_bytes(const unsigned char *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
+            return i;
+    return n;
 }
 
 size_t sentinel_find_change(const void *p, size_t n)
 {
     const unsigned char *c = p;
+    if (n < 8)
+        return first_change_bytes(c, n);
+    uint64_t pat = sentinel_word((uintptr_t)c);
     size_t i = 0;
-    while (i < n && ((uintptr_t)(c + i) & 7)) {
-        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
-            return i;
-        i++;
-    }
-    uint64_t pat;
-    memcpy(&pat, g_pattern_bytes, 8);
-    /* A cache line at a time with one branch (freed blocks are almost always intact), then
-     * the words of the line that differs. */
+    /* A cache line's worth at a time with one branch (freed blocks are almost always
+     * intact), then words; the first that differs is searched byte by byte. */
     for (; i + 64 <= n; i += 64) {
         uint64_t v[8], diff = 0;
         memcpy(v, c + i, 64);
         for (unsigned k = 0; k < 8; k++)
             diff |= v[k] ^ pat;
         if (diff)
-            break;
+            return i + first_change_bytes(c + i, 64);
     }
     for (; i + 8 <= n; i += 8) {
         uint64_t v;
         memcpy(&v, c + i, 8);
         if (v != pat)
-            break;
+            return i + first_change_bytes(c + i, 8);
     }
-    for (; i < n; i++)
-        if (c[i] != sentinel_byte((uintptr_t)(c + i)))
-            return i;
+    uint64_t v, last = sentinel_word((uintptr_t)c + n - 8);
+    memcpy(&v, c + n - 8, 8);
+    if (v != last)
+        return i + first_change_bytes(c + i, n - i);
     return n;
 }
 
@@ -1251,7 +1273,7 @@ static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
 
 bool heap_quarantine_drain(void)
 {
-    bool any = false;
+    bool any = sample_give_back(); /* the pool's unused pages too */
     for (;;) {
         uintptr_t victims[EVICT_BATCH];
         size_t n = 0;
@@ -1349,28 +1371,52 @@ void heap_free_unclaim(void *p)
     set_flags((uintptr_t)p, 0, F_CLAIMED);
 }
 
-/* Fills [p, p + n) of a large freed block with the sentinel, or returns false when a page
- * of it is not writable: the program made it read-only (mprotect) before freeing it, which
- * natively is harmless, since glibc unmaps a block that large without writing to it. The
- * SIGSEGV handler jumps back here; saving the signal mask costs a system call, nothing
- * beside the mprotect of guarding and the fill of 128 KiB or more. */
+/* Fills [p, p + n) of a freed block with the sentinel, or returns false when a page of it is
+ * not writable: the program made it read-only or inaccessible (mprotect) before freeing it,
+ * which natively is harmless (glibc unmaps a large block, and writes only the header before a
+ * small one and, unless it joins the top chunk, its first bytes). The SIGSEGV handler jumps
+ * back here. The signal mask is not saved (that would cost a system call per free): the
+ * handler ran with SIGSEGV added to it, which was not blocked before (the kernel kills a
+ * thread that faults with SIGSEGV blocked), so unblocking it restores the mask. A fill in a
+ * signal handler that interrupted this one keeps the outer fill's escape. */
 static bool fill_tolerating_faults(void *p, size_t n)
 {
     if (!n)
         return true;
     install_segv_handler();
-    sigjmp_buf escape;
-    if (sigsetjmp(escape, 1)) {
-        t_fill_escape = NULL;
-        return false;
-    }
-    t_fill_lo = (uintptr_t)p;
-    t_fill_hi = (uintptr_t)p + n;
-    atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
-    t_fill_escape = &escape;
-    sentinel_fill(p, n);
+    sigjmp_buf escape, *outer = t_fill_escape;
+    uintptr_t outer_lo = t_fill_lo, outer_hi = t_fill_hi;
+    bool filled = true;
     t_fill_escape = NULL;
-    return true;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (sigsetjmp(escape, 0)) {
+        sigset_t segv;
+        sigemptyset(&segv);
+        sigaddset(&segv, SIGSEGV);
+        pthread_sigmask(SIG_UNBLOCK, &segv, NULL);
+        filled = false;
+    } else {
+        t_fill_lo = (uintptr_t)p;
+        t_fill_hi = (uintptr_t)p + n;
+        atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
+        t_fill_escape = &escape;
+        sentinel_fill(p, n);
+    }
+    t_fill_escape = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+    t_fill_lo = outer_lo;
+    t_fill_hi = outer_hi;
+    atomic_signal_fence(memory_order_seq_cst);
+    t_fill_escape = outer;
+    return filled;
+}
+
+/* Whether [a, a + n) holds the start of a page. Only such a block can have a page the program
+ * protected (mprotect takes whole pages) while its free is harmless natively: otherwise its
+ * first bytes share a page with its header, which glibc's free writes (or its first bytes). */
+static bool holds_page_start(uintptr_t a, size_t n)
+{
+    return n && (!g_page || ((a + g_page - 1) & ~(g_page - 1)) - a < n);
 }
 
 /* What the locked part of a free decided for a live block, for the rest done unlocked. */
@@ -1427,7 +1473,7 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
     if (g_fill && guarded) {
         filled = fill_tolerating_faults(p, r->lo - a) &&
                  fill_tolerating_faults((void *)r->hi, a + e->size - r->hi);
-    } else if (g_fill && e->size >= HEAP_GUARD_MIN) {
+    } else if (g_fill && holds_page_start(a, e->size)) {
         filled = fill_tolerating_faults(p, e->size);
     } else if (g_fill) {
         sentinel_fill(p, e->size);
@@ -1440,6 +1486,10 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
+    if (c->state == HEAP_CLAIM_UNKNOWN && deepbind_seen() && deepbind_glibc_block(p)) {
+        real_free(p); /* glibc's own block, from a library opened with RTLD_DEEPBIND */
+        return;
+    }
     if (c->state == HEAP_CLAIM_UNKNOWN) {
         report_invalid_free(p, free_stack);
         end_as_natively(); /* glibc: "free(): invalid pointer" */
