@@ -110,7 +110,7 @@ uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t)
      * an absurd shape reads as "needs more than any byte count". */
     uint64_t elems = 1;
     for (uint32_t i = 0; i < t->n_shape; i++) {
-        uint64_t d = p->shape_pool.v[t->shape_start + i];
+        uint64_t d = plan_shape_dim(p, t, i);
         if (d == 0)
             return 0;
         if (elems > UINT64_MAX / d)
@@ -148,6 +148,7 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->ops);
     free(p->id_pool.v);
     free(p->shape_pool.v);
+    free(p->shape_wide.v);
     free(p->arena_by_name.v);
     free(p->tensor_by_name.v);
     free(p->op_by_name.v);
@@ -377,13 +378,25 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     }
     r.dtype = (uint8_t)t->dtype;
     if (t->dtype != TLSAN_DTYPE_NONE) {
-        if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
-            return error_nomem(err);
-        r.shape_start = (uint32_t)p->shape_pool.n;
+        bool wide = false;
+        for (size_t k = 0; k < t->n_shape; k++)
+            wide |= t->shape[k] > UINT32_MAX;
         r.n_shape = (uint32_t)t->n_shape;
-        if (t->n_shape)
-            memcpy(p->shape_pool.v + p->shape_pool.n, t->shape, t->n_shape * sizeof(uint64_t));
-        p->shape_pool.n += t->n_shape;
+        if (wide) {
+            r.flags |= TREC_WIDE_SHAPE;
+            if (p->shape_wide.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_wide, t->n_shape))
+                return error_nomem(err);
+            r.shape_start = (uint32_t)p->shape_wide.n;
+            memcpy(p->shape_wide.v + p->shape_wide.n, t->shape, t->n_shape * sizeof(uint64_t));
+            p->shape_wide.n += t->n_shape;
+        } else {
+            if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
+                return error_nomem(err);
+            r.shape_start = (uint32_t)p->shape_pool.n;
+            for (size_t k = 0; k < t->n_shape; k++)
+                p->shape_pool.v[p->shape_pool.n + k] = (uint32_t)t->shape[k];
+            p->shape_pool.n += t->n_shape;
+        }
     }
     if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1, sizeof *p->tensors) ||
         set_lookup(&p->tensor_by_name, r.name, (uint32_t)i) != 0)
@@ -635,6 +648,7 @@ static void shrink_to_fit(tlsan_plan *p)
     SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
     SHRINK(p->id_pool.v, p->id_pool.n, p->id_pool.cap);
     SHRINK(p->shape_pool.v, p->shape_pool.n, p->shape_pool.cap);
+    SHRINK(p->shape_wide.v, p->shape_wide.n, p->shape_wide.cap);
     SHRINK(p->strings.chars, p->strings.chars_len, p->strings.chars_cap);
 #undef SHRINK
     /* Names of arenas and ops are only looked up while building. */

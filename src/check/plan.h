@@ -26,6 +26,7 @@ typedef struct arena_rec {
 enum {
     TREC_HAS_LIFETIME = 1u << 3,
     TREC_HAS_ALIGNMENT = 1u << 4,
+    TREC_WIDE_SHAPE = 1u << 5, /* an extent is past 2^32-1: the shape is in plan->shape_wide */
 };
 
 typedef struct tensor_rec {
@@ -40,7 +41,7 @@ typedef struct tensor_rec {
     uint64_t bytes;
     uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
     uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
-    uint32_t shape_start, n_shape; /* into plan->shape_pool */
+    uint32_t shape_start, n_shape; /* into plan->shape_pool (shape_wide: TREC_WIDE_SHAPE) */
 } tensor_rec;
 
 /* The fields few tensors carry live beside the records, so that a plan of a million
@@ -131,8 +132,12 @@ struct tlsan_plan {
     op_rec *ops;
     size_t n_ops, cap_ops;
 
-    u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
-    u64vec shape_pool; /* shape extents */
+    u32vec id_pool; /* tensor/op indices, strtab ids, cond pairs */
+    /* Shape extents: 4 bytes each, as almost every extent fits (half the memory of the
+     * shapes of a views-heavy plan); a tensor with a larger extent has all of its own in
+     * shape_wide. Read them with plan_shape_dim(). */
+    u32vec shape_pool;
+    u64vec shape_wide;
 
     /* Where each tensor and op object begins in the file it was read from. */
     plan_src tensor_src, op_src;
@@ -169,6 +174,13 @@ static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec
 {
     static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0};
     return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+}
+
+/* Extent k (0 .. n_shape-1) of tensor t's shape. */
+static inline uint64_t plan_shape_dim(const tlsan_plan *p, const tensor_rec *t, uint32_t k)
+{
+    return (t->flags & TREC_WIDE_SHAPE) ? p->shape_wide.v[t->shape_start + k]
+                                        : p->shape_pool.v[t->shape_start + k];
 }
 
 /* The name (strtab id) of the stream of op `op`. */

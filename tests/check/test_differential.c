@@ -213,7 +213,7 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
         if (r->n_shape > E_MAX)
             return false;
         for (uint32_t i = 0; i < r->n_shape; i++)
-            e->tensors[t].shape[i] = p->shape_pool.v[r->shape_start + i];
+            e->tensors[t].shape[i] = plan_shape_dim(p, r, i);
         d->n_shape = r->n_shape;
     }
     e->n_ops = p->n_ops;

@@ -229,8 +229,8 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(x->flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT), TLSAN_TENSOR_INPUT);
     assert_int_equal(x->dtype, TLSAN_DTYPE_F16);
     assert_int_equal(x->n_shape, 2);
-    assert_int_equal(p->shape_pool.v[x->shape_start], 2);
-    assert_int_equal(p->shape_pool.v[x->shape_start + 1], 1024);
+    assert_int_equal(plan_shape_dim(p, x, 0), 2);
+    assert_int_equal(plan_shape_dim(p, x, 1), 1024);
     assert_int_equal(tensor_x(p, x)->n_stack, 2);
     assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start]), "m.py:3");
     assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start + 1]), "m.py:1");
@@ -298,6 +298,46 @@ static void test_values_land_in_model(void **state)
 }
 
 /* Numbers are exact 64-bit integers, and the largest and smallest values are accepted. */
+/* Extents past 2^32-1 keep their exact value (a tensor with one keeps all of its own in
+ * 8-byte entries) beside the 4-byte ones of every other tensor. */
+static void test_wide_shape_extents(void **state)
+{
+    (void)state;
+    static const char plan[] =
+        "{\"tlsan_plan\": 1, \"arenas\": [{\"name\": \"a\", \"bytes\": 4096}],\n"
+        " \"tensors\": [\n"
+        "  {\"name\": \"s\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 0,"
+        " \"dtype\": \"u8\", \"shape\": [2, 4]},\n"
+        "  {\"name\": \"w\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 64,"
+        " \"dtype\": \"u8\", \"shape\": [3, 4294967296, 4294967295]},\n"
+        "  {\"name\": \"t\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 128,"
+        " \"dtype\": \"u8\", \"shape\": [4294967295, 0]},\n"
+        "  {\"name\": \"v\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 192,"
+        " \"dtype\": \"u8\", \"shape\": [4294967297]}\n"
+        " ],\n"
+        " \"ops\": []}\n";
+    tlsan_plan *p = NULL;
+    tlsan_error err;
+    assert_int_equal(tlsan_plan_read_buffer(plan, strlen(plan), "wide", &p, &err), TLSAN_OK);
+    const tensor_rec *s = &p->tensors[0], *w = &p->tensors[1], *t = &p->tensors[2];
+    assert_int_equal(s->n_shape, 2);
+    assert_int_equal(plan_shape_dim(p, s, 0), 2);
+    assert_int_equal(plan_shape_dim(p, s, 1), 4);
+    assert_int_equal(w->n_shape, 3);
+    assert_int_equal(plan_shape_dim(p, w, 0), 3);
+    assert_int_equal(plan_shape_dim(p, w, 1), UINT64_C(4294967296));
+    assert_int_equal(plan_shape_dim(p, w, 2), UINT64_C(4294967295));
+    assert_int_equal(t->n_shape, 2);
+    assert_int_equal(plan_shape_dim(p, t, 0), UINT64_C(4294967295));
+    assert_int_equal(plan_shape_dim(p, t, 1), 0);
+    assert_int_equal(plan_needed_bytes(p, s), 8);
+    /* 3 * 2^32 * (2^32-1) elements: past 2^64-1 bytes, saturated */
+    assert_int_equal(plan_needed_bytes(p, w), UINT64_MAX);
+    assert_int_equal(plan_needed_bytes(p, t), 0);
+    assert_int_equal(plan_needed_bytes(p, &p->tensors[3]), UINT64_C(4294967297));
+    tlsan_plan_free(p);
+}
+
 static void test_integer_limits(void **state)
 {
     (void)state;
@@ -635,11 +675,11 @@ static void test_many_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_own_cases_parse),        cmocka_unit_test(test_values_land_in_model),
-        cmocka_unit_test(test_integer_limits),         cmocka_unit_test(test_invalid_corpus),
-        cmocka_unit_test(test_positions_across_lines), cmocka_unit_test(test_entry_points),
-        cmocka_unit_test(test_fault_injection),        cmocka_unit_test(test_many_keys),
-        cmocka_unit_test(test_object_sources),
+        cmocka_unit_test(test_own_cases_parse), cmocka_unit_test(test_values_land_in_model),
+        cmocka_unit_test(test_integer_limits),  cmocka_unit_test(test_wide_shape_extents),
+        cmocka_unit_test(test_invalid_corpus),  cmocka_unit_test(test_positions_across_lines),
+        cmocka_unit_test(test_entry_points),    cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_many_keys),       cmocka_unit_test(test_object_sources),
     };
     const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_shared_cases_parse),
