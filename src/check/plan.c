@@ -109,7 +109,8 @@ uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t)
     /* Elements times bits, rounded up to whole bytes over the whole tensor; saturate so
      * an absurd shape reads as "needs more than any byte count". */
     uint64_t elems = 1;
-    for (uint32_t i = 0; i < t->n_shape; i++) {
+    uint32_t rank = plan_shape_rank(p, t);
+    for (uint32_t i = 0; i < rank; i++) {
         uint64_t d = plan_shape_dim(p, t, i);
         if (d == 0)
             return 0;
@@ -186,6 +187,19 @@ tlsan_status tlsan_plan_set_schedule(tlsan_plan *p, tlsan_schedule schedule)
         return TLSAN_ERR_STATE;
     p->schedule = schedule;
     return TLSAN_OK;
+}
+
+const tensor_extra *plan_tensor_extra(const tlsan_plan *p, uint32_t index)
+{
+    size_t lo = 0, hi = p->n_extras;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->extras[mid].tensor <= index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &p->extras[lo];
 }
 
 uint32_t plan_lookup(const u32vec *by_name, uint32_t name_id)
@@ -355,9 +369,8 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             return error_nomem(err);
     }
     r.root = NO_INDEX;
-    r.extra = NO_INDEX;
     if (t->memory || t->alignment_bytes || t->has_lifetime || t->n_stack) {
-        tensor_extra x = {{0, 0}, 0, STRTAB_NONE, 0, 0};
+        tensor_extra x = {{0, 0}, 0, STRTAB_NONE, 0, 0, (uint32_t)i};
         if (intern_opt(p, t->memory, &x.memory) != 0 ||
             push_names(p, t->stack, t->n_stack, &x.stack_start) != 0)
             return error_nomem(err);
@@ -373,23 +386,25 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         }
         if (vec_reserve_((void **)&p->extras, &p->cap_extras, p->n_extras, 1, sizeof *p->extras))
             return error_nomem(err);
-        r.extra = (uint32_t)p->n_extras;
+        r.flags |= TREC_HAS_EXTRA;
         p->extras[p->n_extras++] = x;
     }
     r.dtype = (uint8_t)t->dtype;
     if (t->dtype != TLSAN_DTYPE_NONE) {
-        bool wide = false;
+        bool wide = t->n_shape > TREC_RANK_MAX;
         for (size_t k = 0; k < t->n_shape; k++)
             wide |= t->shape[k] > UINT32_MAX;
-        r.n_shape = (uint32_t)t->n_shape;
         if (wide) {
             r.flags |= TREC_WIDE_SHAPE;
-            if (p->shape_wide.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_wide, t->n_shape))
+            if (p->shape_wide.n + t->n_shape + 1 > UINT32_MAX ||
+                VEC_RESERVE(p->shape_wide, t->n_shape + 1))
                 return error_nomem(err);
             r.shape_start = (uint32_t)p->shape_wide.n;
+            p->shape_wide.v[p->shape_wide.n++] = t->n_shape;
             memcpy(p->shape_wide.v + p->shape_wide.n, t->shape, t->n_shape * sizeof(uint64_t));
             p->shape_wide.n += t->n_shape;
         } else {
+            r.rank = (uint16_t)t->n_shape;
             if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
                 return error_nomem(err);
             r.shape_start = (uint32_t)p->shape_pool.n;

@@ -26,31 +26,39 @@ typedef struct arena_rec {
 enum {
     TREC_HAS_LIFETIME = 1u << 3,
     TREC_HAS_ALIGNMENT = 1u << 4,
-    TREC_WIDE_SHAPE = 1u << 5, /* an extent is past 2^32-1: the shape is in plan->shape_wide */
+    /* a shape of an extent past 2^32-1 or of more than TREC_RANK_MAX extents: its rank and
+     * extents are in plan->shape_wide */
+    TREC_WIDE_SHAPE = 1u << 5,
+    TREC_HAS_EXTRA = 1u << 6, /* a tensor_extra in plan->extras */
 };
 
+#define TREC_RANK_MAX UINT16_MAX
+
+/* 48 bytes: a views-heavy plan has about two records per storage root. */
 typedef struct tensor_rec {
     uint32_t name;
     uint32_t arena;   /* arena index for a root; NO_INDEX for a view (before finalize: name id) */
     uint32_t view_of; /* base tensor index for a view; NO_INDEX for a root (before: name id) */
     uint32_t root;    /* storage root index (itself for a root), set by finalize */
-    uint32_t extra;   /* index of its tensor_extra, NO_INDEX when it has none */
-    uint8_t flags;    /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
-    uint8_t dtype;    /* tlsan_dtype */
-    uint8_t pad[2];
+    uint32_t shape_start; /* into plan->shape_pool (plan->shape_wide with TREC_WIDE_SHAPE) */
+    uint8_t flags;        /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
+    uint8_t dtype;        /* tlsan_dtype */
+    uint16_t rank;        /* number of extents, without TREC_WIDE_SHAPE: plan_shape_rank() */
     uint64_t bytes;
-    uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
-    uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
-    uint32_t shape_start, n_shape; /* into plan->shape_pool (shape_wide: TREC_WIDE_SHAPE) */
+    uint64_t offset_bytes;     /* root: in its arena; view: view_offset from its base */
+    uint64_t abs_offset_bytes; /* set by finalize: first byte within the root's arena */
 } tensor_rec;
+_Static_assert(sizeof(tensor_rec) == 48, "a field added to tensor_rec costs every tensor");
 
 /* The fields few tensors carry live beside the records, so that a plan of a million
- * tensors does not pay 36 bytes each for them. */
+ * tensors does not pay 36 bytes each for them; in tensor order (TREC_HAS_EXTRA: found by
+ * binary search on `tensor`). */
 typedef struct tensor_extra {
     int64_t lifetime[2];           /* declared lifetime (TREC_HAS_LIFETIME) */
     uint64_t alignment_bytes;      /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
     uint32_t memory;               /* strtab id or STRTAB_NONE */
     uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
+    uint32_t tensor;               /* the tensor's index */
 } tensor_extra;
 
 /* An op; its stream is plan->op_stream[index]. */
@@ -137,7 +145,7 @@ struct tlsan_plan {
      * shapes of a views-heavy plan); a tensor with a larger extent has all of its own in
      * shape_wide. Read them with plan_shape_dim(). */
     u32vec shape_pool;
-    u64vec shape_wide;
+    u64vec shape_wide; /* per wide shape: its rank, then its extents */
 
     /* Where each tensor and op object begins in the file it was read from. */
     plan_src tensor_src, op_src;
@@ -169,17 +177,27 @@ static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
     return id == STRTAB_NONE ? NULL : strtab_str(&p->strings, id);
 }
 
-/* The rare fields of a tensor (a shared all-absent record when it has none). */
+/* The tensor_extra of tensor `index` (which has TREC_HAS_EXTRA). */
+const tensor_extra *plan_tensor_extra(const tlsan_plan *p, uint32_t index);
+
+/* The rare fields of tensor t, a record of p->tensors (a shared all-absent record when it has
+ * none). */
 static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec *t)
 {
-    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0};
-    return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0, NO_INDEX};
+    return (t->flags & TREC_HAS_EXTRA) ? plan_tensor_extra(p, (uint32_t)(t - p->tensors)) : &none;
 }
 
-/* Extent k (0 .. n_shape-1) of tensor t's shape. */
+/* The number of extents of tensor t's shape. */
+static inline uint32_t plan_shape_rank(const tlsan_plan *p, const tensor_rec *t)
+{
+    return (t->flags & TREC_WIDE_SHAPE) ? (uint32_t)p->shape_wide.v[t->shape_start] : t->rank;
+}
+
+/* Extent k (0 .. plan_shape_rank()-1) of tensor t's shape. */
 static inline uint64_t plan_shape_dim(const tlsan_plan *p, const tensor_rec *t, uint32_t k)
 {
-    return (t->flags & TREC_WIDE_SHAPE) ? p->shape_wide.v[t->shape_start + k]
+    return (t->flags & TREC_WIDE_SHAPE) ? p->shape_wide.v[t->shape_start + 1 + k]
                                         : p->shape_pool.v[t->shape_start + k];
 }
 

@@ -170,7 +170,7 @@ static void put_tensor(writer *w, const tensor_rec *t)
         put_str(w, tlsan_dtype_name((tlsan_dtype)t->dtype));
         put_str(w, "shape");
         open_array(w);
-        for (uint32_t k = 0; k < t->n_shape; k++)
+        for (uint32_t k = 0; k < plan_shape_rank(p, t); k++)
             put_int(w, (int64_t)plan_shape_dim(p, t, k));
         close_array(w);
     }
