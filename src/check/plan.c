@@ -133,6 +133,7 @@ tlsan_plan *tlsan_plan_create(void)
         return NULL;
     strtab_init(&p->strings);
     p->name = STRTAB_NONE;
+    p->last_arena_ref = STRTAB_NONE;
     p->schedule = TLSAN_SCHEDULE_SEQUENTIAL;
     return p;
 }
@@ -356,7 +357,11 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     }
     /* References are kept as name ids until finalize, since JSON may list them later. */
     if (t->arena) {
-        r.arena = strtab_intern_cstr(&p->strings, t->arena);
+        uint32_t last = p->last_arena_ref;
+        r.arena = last != STRTAB_NONE && strcmp(strtab_str(&p->strings, last), t->arena) == 0
+                      ? last
+                      : strtab_intern_cstr(&p->strings, t->arena);
+        p->last_arena_ref = r.arena;
         r.view_of = NO_INDEX;
         r.offset_bytes = t->offset_bytes;
         if (r.arena == STRTAB_NONE)

@@ -151,6 +151,11 @@ struct tlsan_plan {
     plan_src tensor_src, op_src;
     u32vec src_pairs;
 
+    /* The arena name of the last root added (a strtab id or STRTAB_NONE): consecutive roots
+     * mostly name the same arena, and an arena name is not numbered, so interning it means
+     * hashing it (strtab.h). */
+    uint32_t last_arena_ref;
+
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
     u32vec arena_by_name, tensor_by_name, op_by_name;
 

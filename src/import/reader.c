@@ -236,6 +236,10 @@ typedef struct reader {
      * the last entry), so that a key is compared with one or two names, not all */
     uint64_t fields_by_first[128];
     uint64_t fields_by_len[FIELD_LEN_CLASSES];
+    /* The last dtype read, by its text: most tensors of a plan share one or two */
+    char dtype_text[8];
+    size_t dtype_len; /* 0: none yet */
+    tlsan_dtype dtype;
     yajl_alloc_funcs af;
     reader_options opt;
     yajl_handle h;
@@ -896,12 +900,19 @@ static bool tensor_key(reader *r, frame *f, vkind vk, const char *s, size_t len,
     case F_DTYPE: {
         if (vk != V_STR)
             return FAIL_VALUE(r, "'dtype' must be a string, not %s", vkind_names[vk]);
-        char name[8];
         tlsan_dtype d = TLSAN_DTYPE_NONE;
-        if (len < sizeof name && !memchr(s, '\0', len)) {
+        if (len > 0 && len == r->dtype_len && memcmp(s, r->dtype_text, len) == 0) {
+            d = r->dtype;
+        } else if (len < sizeof r->dtype_text && !memchr(s, '\0', len)) {
+            char name[sizeof r->dtype_text];
             memcpy(name, s, len);
             name[len] = '\0';
             d = tlsan_dtype_from_name(name);
+            if (d != TLSAN_DTYPE_NONE) {
+                memcpy(r->dtype_text, s, len);
+                r->dtype_len = len;
+                r->dtype = d;
+            }
         }
         if (d == TLSAN_DTYPE_NONE)
             return FAIL_VALUE(r, "unknown dtype '%.*s'", (int)(len > 64 ? 64 : len), s);
