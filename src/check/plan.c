@@ -133,7 +133,7 @@ tlsan_plan *tlsan_plan_create(void)
         return NULL;
     strtab_init(&p->strings);
     p->name = STRTAB_NONE;
-    p->last_arena_ref = STRTAB_NONE;
+    p->last_arena_ref = p->last_stream_ref = STRTAB_NONE;
     p->schedule = TLSAN_SCHEDULE_SEQUENTIAL;
     return p;
 }
@@ -234,6 +234,14 @@ static int intern_opt(tlsan_plan *p, const char *s, uint32_t *out)
     }
     *out = strtab_intern_cstr(&p->strings, s);
     return *out == STRTAB_NONE ? -1 : 0;
+}
+
+/* Interns s, reusing *last when s is that string; *last becomes its id. */
+static uint32_t intern_same(tlsan_plan *p, uint32_t *last, const char *s)
+{
+    if (*last == STRTAB_NONE || strcmp(strtab_str(&p->strings, *last), s) != 0)
+        *last = strtab_intern_cstr(&p->strings, s);
+    return *last;
 }
 
 /* Appends interned names to the id pool; -1 when out of memory. */
@@ -357,11 +365,7 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     }
     /* References are kept as name ids until finalize, since JSON may list them later. */
     if (t->arena) {
-        uint32_t last = p->last_arena_ref;
-        r.arena = last != STRTAB_NONE && strcmp(strtab_str(&p->strings, last), t->arena) == 0
-                      ? last
-                      : strtab_intern_cstr(&p->strings, t->arena);
-        p->last_arena_ref = r.arena;
+        r.arena = intern_same(p, &p->last_arena_ref, t->arena);
         r.view_of = NO_INDEX;
         r.offset_bytes = t->offset_bytes;
         if (r.arena == STRTAB_NONE)
@@ -490,9 +494,8 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
     op_extra x = {STRTAB_NONE, 0, 0, 0, 0, 0, 0, 0, 0};
     r.sync = (uint8_t)o->sync;
     r.extra = NO_INDEX;
-    uint32_t stream;
-    if (intern_opt(p, o->stream ? o->stream : "main", &stream) != 0 ||
-        intern_opt(p, o->loop, &x.loop) != 0 ||
+    uint32_t stream = intern_same(p, &p->last_stream_ref, o->stream ? o->stream : "main");
+    if (stream == STRTAB_NONE || intern_opt(p, o->loop, &x.loop) != 0 ||
         intern_opt(p, o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT ? o->event : NULL,
                    &r.event) != 0)
         return error_nomem(err);

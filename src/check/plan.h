@@ -151,10 +151,10 @@ struct tlsan_plan {
     plan_src tensor_src, op_src;
     u32vec src_pairs;
 
-    /* The arena name of the last root added (a strtab id or STRTAB_NONE): consecutive roots
-     * mostly name the same arena, and an arena name is not numbered, so interning it means
-     * hashing it (strtab.h). */
-    uint32_t last_arena_ref;
+    /* The arena name of the last root added and the stream of the last op (strtab ids or
+     * STRTAB_NONE): consecutive records mostly name the same one, and a name that is not
+     * numbered is interned by hashing it (strtab.h). */
+    uint32_t last_arena_ref, last_stream_ref;
 
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
     u32vec arena_by_name, tensor_by_name, op_by_name;
