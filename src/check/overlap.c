@@ -365,40 +365,56 @@ out:
 
 /* A range-max tree over segments: raise [lo, hi) to at least v, ask the largest over
  * [lo, hi). A node's tag was raised over its whole range; mx is the largest in its subtree
- * (its tag included), so nothing is ever pushed down. */
+ * (its tag included), so nothing is ever pushed down. Bottom-up, without recursion: a range
+ * is covered by O(log N) nodes, and every node above them whose range holds a point of the
+ * range lies above one of its two end leaves. */
 typedef struct max_tree {
     uint32_t *tag, *mx;
     size_t size; /* leaves, a power of two */
 } max_tree;
 
-static void tree_raise(max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi,
-                       uint32_t v)
+static void tree_raise(max_tree *t, size_t lo, size_t hi, uint32_t v)
 {
-    if (hi <= nl || nr <= lo)
+    if (lo >= hi)
         return;
-    if (t->mx[node] < v)
-        t->mx[node] = v;
-    if (lo <= nl && nr <= hi) {
-        if (t->tag[node] < v)
-            t->tag[node] = v;
-        return;
+    for (size_t l = lo + t->size, r = hi + t->size; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+            t->tag[l] = t->tag[l] < v ? v : t->tag[l];
+            t->mx[l] = t->mx[l] < v ? v : t->mx[l];
+            l++;
+        }
+        if (r & 1) {
+            r--;
+            t->tag[r] = t->tag[r] < v ? v : t->tag[r];
+            t->mx[r] = t->mx[r] < v ? v : t->mx[r];
+        }
     }
-    size_t mid = nl + (nr - nl) / 2;
-    tree_raise(t, 2 * node, nl, mid, lo, hi, v);
-    tree_raise(t, 2 * node + 1, mid, nr, lo, hi, v);
+    for (size_t x = (lo + t->size) / 2; x > 0 && t->mx[x] < v; x /= 2)
+        t->mx[x] = v;
+    for (size_t x = (hi - 1 + t->size) / 2; x > 0 && t->mx[x] < v; x /= 2)
+        t->mx[x] = v;
 }
 
-static uint32_t tree_max(const max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi)
+static uint32_t tree_max(const max_tree *t, size_t lo, size_t hi)
 {
-    if (hi <= nl || nr <= lo)
+    uint32_t m = 0;
+    if (lo >= hi)
         return 0;
-    if (lo <= nl && nr <= hi)
-        return t->mx[node];
-    size_t mid = nl + (nr - nl) / 2;
-    uint32_t a = tree_max(t, 2 * node, nl, mid, lo, hi);
-    uint32_t b = tree_max(t, 2 * node + 1, mid, nr, lo, hi);
-    uint32_t m = a > b ? a : b;
-    return m > t->tag[node] ? m : t->tag[node];
+    for (size_t l = lo + t->size, r = hi + t->size; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+            m = t->mx[l] > m ? t->mx[l] : m;
+            l++;
+        }
+        if (r & 1) {
+            r--;
+            m = t->mx[r] > m ? t->mx[r] : m;
+        }
+    }
+    for (size_t x = (lo + t->size) / 2; x > 0; x /= 2)
+        m = t->tag[x] > m ? t->tag[x] : m;
+    for (size_t x = (hi - 1 + t->size) / 2; x > 0; x /= 2)
+        m = t->tag[x] > m ? t->tag[x] : m;
+    return m;
 }
 
 int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_chains,
@@ -439,10 +455,9 @@ int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_ch
             for (; j < n && ix->hull[by_last[j]].last < first; j++) {
                 uint32_t e = by_last[j], v = done(ctx, e, chain);
                 if (v)
-                    tree_raise(&t, 1, 0, t.size, seg[2 * e], seg[2 * e + 1], v);
+                    tree_raise(&t, seg[2 * e], seg[2 * e + 1], v);
             }
-            if (!failed[l] &&
-                tree_max(&t, 1, 0, t.size, seg[2 * l], seg[2 * l + 1]) > bound(ctx, l, chain))
+            if (!failed[l] && tree_max(&t, seg[2 * l], seg[2 * l + 1]) > bound(ctx, l, chain))
                 failed[l] = 1;
         }
     }
