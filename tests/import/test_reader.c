@@ -297,7 +297,6 @@ static void test_values_land_in_model(void **state)
     tlsan_plan_free(p);
 }
 
-/* Numbers are exact 64-bit integers, and the largest and smallest values are accepted. */
 /* Extents past 2^32-1 keep their exact value (a tensor with one keeps all of its own in
  * 8-byte entries) beside the 4-byte ones of every other tensor. */
 static void test_wide_shape_extents(void **state)
@@ -369,6 +368,7 @@ static void test_high_rank_shape(void **state)
     free(json);
 }
 
+/* Numbers are exact 64-bit integers, and the largest and smallest values are accepted. */
 static void test_integer_limits(void **state)
 {
     (void)state;
