@@ -2,6 +2,7 @@
 #include "engine/handle.h"
 
 #include "engine/state.h"
+#include "engine/tensor.h"
 
 #include "out.h"
 
@@ -119,8 +120,8 @@ static void collect_views(uint32_t base, struct redeclare **out, size_t *n, size
 
 /* After a bind of `name` by handle: its handle (0 when the bind was refused), and every view
  * that follows it declared again. */
-static uint64_t bound_handle(const char *name, const void *arena_base, const void *addr,
-                             size_t size_bytes)
+static uint64_t bound_handle(const char *api, const char *name, const void *arena_base,
+                             const void *addr, size_t size_bytes)
 {
     struct redeclare inl[HANDLES_INLINE], *views = inl;
     size_t n_views = 0, cap_views = HANDLES_INLINE;
@@ -139,7 +140,7 @@ static uint64_t bound_handle(const char *name, const void *arena_base, const voi
     }
     engine_unlock();
     for (size_t i = 0; i < n_views; i++)
-        tlsan_rt_view_bind(views[i].name, views[i].base, views[i].offset, views[i].size);
+        engine_view_bind(api, views[i].name, views[i].base, views[i].offset, views[i].size);
     if (views != inl)
         free(views);
     return h;
@@ -150,8 +151,8 @@ uint64_t tlsan_rt_bind(const void *arena_base, const char *name, const void *add
 {
     if (!engine_active() || !name)
         return 0;
-    tlsan_rt_tensor_bind(arena_base, name, addr, size_bytes, flags);
-    return bound_handle(name, arena_base, addr, size_bytes);
+    engine_tensor_bind("tlsan_bind", arena_base, name, addr, size_bytes, flags);
+    return bound_handle("tlsan_bind", name, arena_base, addr, size_bytes);
 }
 
 /* Why handle h was refused, for a usage warning. */
@@ -190,8 +191,8 @@ uint64_t tlsan_rt_bind_inplace(const char *name, uint64_t input, unsigned flags)
     uint32_t in_tenant = handle_tenant(input);
     engine_unlock();
 
-    tlsan_rt_tensor_bind(base, name, addr, size, flags | TLSAN_BIND_INPLACE);
-    uint64_t h = bound_handle(name, base, addr, size);
+    engine_tensor_bind("tlsan_bind_inplace", base, name, addr, size, flags | TLSAN_BIND_INPLACE);
+    uint64_t h = bound_handle("tlsan_bind_inplace", name, base, addr, size);
     if (!h)
         return 0;
     engine_lock();
@@ -244,7 +245,7 @@ uint64_t tlsan_rt_view(const char *name, uint64_t base, size_t view_offset_bytes
         usage_warning("tlsan_view('%s'): the base handle is %s; ignored", name, refusal(st));
         return 0;
     }
-    tlsan_rt_view_bind(name, base_name, view_offset_bytes, size_bytes);
+    engine_view_bind("tlsan_view", name, base_name, view_offset_bytes, size_bytes);
 
     uint64_t h = 0;
     engine_lock();
@@ -466,7 +467,7 @@ void tlsan_rt_host_access(uint64_t tensor, size_t offset_bytes, size_t size_byte
         struct outbuf b = {target, 0, sizeof target - 1};
         out_appendf(&b, "%s[%zu,+%zu]", name, offset_bytes, part);
         target[b.len] = 0;
-        tlsan_rt_view_bind(target, name, offset_bytes, part);
+        engine_view_bind("tlsan_host_access", target, name, offset_bytes, part);
     }
     struct outbuf b = {op, 0, sizeof op - 1};
     out_appendf(&b, "%s(%s)", what, target);

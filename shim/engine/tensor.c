@@ -1,9 +1,10 @@
 /* tensor.c - tensors: tlsan_tensor_bind, tlsan_view_bind, tlsan_tensor_release (declared in
- * engine.h; nothing else leaves this file). */
+ * engine.h), and the bind and view for the version-2 calls (tensor.h). */
 #include "engine/arena.h"
 #include "engine/op.h"
 #include "engine/sentinel_ranges.h"
 #include "engine/state.h"
+#include "engine/tensor.h"
 #include "engine/work.h"
 
 #include "checker_report.h"
@@ -69,14 +70,14 @@ static void note_placement(struct tensor *t)
              (struct placement){t->name, lo, hi, 1});
 }
 
-void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *addr,
-                          size_t size_bytes, unsigned flags)
+void engine_tensor_bind(const char *api, const void *arena_base, const char *name, const void *addr,
+                        size_t size_bytes, unsigned flags)
 {
     if (!engine_active())
         return;
     uint32_t stack = depot_capture(1);
     if (!name) {
-        usage_warning("tlsan_tensor_bind: NULL name ignored");
+        usage_warning("%s: NULL name ignored", api);
         return;
     }
     struct work w = WORK_INIT(w);
@@ -85,14 +86,13 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     uintptr_t p = (uintptr_t)addr;
     if (!a) {
         engine_unlock();
-        usage_warning("tlsan_tensor_bind('%s'): %p is not the base of an arena", name, arena_base);
+        usage_warning("%s('%s'): %p is not the base of an arena", api, name, arena_base);
         return;
     }
     if (p < a->base || p - a->base > a->size || size_bytes > a->size - (p - a->base)) {
         engine_unlock();
-        usage_warning(
-            "tlsan_tensor_bind('%s'): [%p, +%zu) is not inside arena '%s' [%p, +%llu); ignored",
-            name, addr, size_bytes, a->name, (void *)a->base, (ull)a->size);
+        usage_warning("%s('%s'): [%p, +%zu) is not inside arena '%s' [%p, +%llu); ignored", api,
+                      name, addr, size_bytes, a->name, (void *)a->base, (ull)a->size);
         return;
     }
     struct name *n = engine_name(name, true);
@@ -103,12 +103,12 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     }
     if (!t->is_view && t->bound) {
         engine_unlock();
-        usage_warning("tlsan_tensor_bind('%s'): bound again without a release; ignored", name);
+        usage_warning("%s('%s'): bound again without a release; ignored", api, name);
         return;
     }
     if (t->is_view && t->root->bound && t->root->gen == t->root_gen) {
         engine_unlock();
-        usage_warning("tlsan_tensor_bind('%s'): the name is a live view; ignored", name);
+        usage_warning("%s('%s'): the name is a live view; ignored", api, name);
         return;
     }
     t->is_view = false;
@@ -191,14 +191,14 @@ void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *
     work_done(&w);
 }
 
-void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_offset_bytes,
-                        size_t size_bytes)
+void engine_view_bind(const char *api, const char *name, const char *base_name,
+                      size_t view_offset_bytes, size_t size_bytes)
 {
     if (!engine_active())
         return;
     uint32_t stack = depot_capture(1);
     if (!name || !base_name) {
-        usage_warning("tlsan_view_bind: NULL name ignored");
+        usage_warning("%s: NULL name ignored", api);
         return;
     }
     engine_lock();
@@ -207,7 +207,7 @@ void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_off
     struct tensor *root = b ? (b->is_view ? b->root : b) : NULL;
     if (!b || !root->bound || (b->is_view && b->root_gen != root->gen)) {
         engine_unlock();
-        usage_warning("tlsan_view_bind('%s'): its base '%s' is not live; ignored", name, base_name);
+        usage_warning("%s('%s'): its base '%s' is not live; ignored", api, name, base_name);
         return;
     }
     struct name *n = engine_name(name, true);
@@ -215,12 +215,12 @@ void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_off
     if (!t || t == b) {
         engine_unlock();
         if (t)
-            usage_warning("tlsan_view_bind('%s'): a view of itself; ignored", name);
+            usage_warning("%s('%s'): a view of itself; ignored", api, name);
         return;
     }
     if (!t->is_view && t->bound) {
         engine_unlock();
-        usage_warning("tlsan_view_bind('%s'): the name is a bound storage root; ignored", name);
+        usage_warning("%s('%s'): the name is a bound storage root; ignored", api, name);
         return;
     }
     uint64_t view_offset = (b->is_view ? b->view_offset : 0) + view_offset_bytes;
@@ -235,9 +235,20 @@ void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_off
     trace_view(name, base_name, view_offset_bytes, size_bytes, stack);
     engine_unlock();
     if (view_offset_bytes > base_size || size_bytes > base_size - view_offset_bytes)
-        usage_warning(
-            "tlsan_view_bind('%s'): [%zu, +%zu) runs past the end of its base '%s' (%llu bytes)",
-            name, view_offset_bytes, size_bytes, base_name, (ull)base_size);
+        usage_warning("%s('%s'): [%zu, +%zu) runs past the end of its base '%s' (%llu bytes)", api,
+                      name, view_offset_bytes, size_bytes, base_name, (ull)base_size);
+}
+
+void tlsan_rt_tensor_bind(const void *arena_base, const char *name, const void *addr,
+                          size_t size_bytes, unsigned flags)
+{
+    engine_tensor_bind("tlsan_tensor_bind", arena_base, name, addr, size_bytes, flags);
+}
+
+void tlsan_rt_view_bind(const char *name, const char *base_name, size_t view_offset_bytes,
+                        size_t size_bytes)
+{
+    engine_view_bind("tlsan_view_bind", name, base_name, view_offset_bytes, size_bytes);
 }
 
 void tlsan_rt_tensor_release(const void *arena_base, const char *name, const void *addr,

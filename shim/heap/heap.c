@@ -23,6 +23,7 @@
  * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
  * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
 #include "heap/heap.h"
+#include "deepbind.h"
 #include "depot.h"
 #include "heap/sample.h"
 #include "lock.h"
@@ -1251,7 +1252,7 @@ static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
 
 bool heap_quarantine_drain(void)
 {
-    bool any = false;
+    bool any = sample_give_back(); /* the pool's unused pages too */
     for (;;) {
         uintptr_t victims[EVICT_BATCH];
         size_t n = 0;
@@ -1349,28 +1350,52 @@ void heap_free_unclaim(void *p)
     set_flags((uintptr_t)p, 0, F_CLAIMED);
 }
 
-/* Fills [p, p + n) of a large freed block with the sentinel, or returns false when a page
- * of it is not writable: the program made it read-only (mprotect) before freeing it, which
- * natively is harmless, since glibc unmaps a block that large without writing to it. The
- * SIGSEGV handler jumps back here; saving the signal mask costs a system call, nothing
- * beside the mprotect of guarding and the fill of 128 KiB or more. */
+/* Fills [p, p + n) of a freed block with the sentinel, or returns false when a page of it is
+ * not writable: the program made it read-only or inaccessible (mprotect) before freeing it,
+ * which natively is harmless (glibc unmaps a large block, and writes only the header before a
+ * small one and, unless it joins the top chunk, its first bytes). The SIGSEGV handler jumps
+ * back here. The signal mask is not saved (that would cost a system call per free): the
+ * handler ran with SIGSEGV added to it, which was not blocked before (the kernel kills a
+ * thread that faults with SIGSEGV blocked), so unblocking it restores the mask. A fill in a
+ * signal handler that interrupted this one keeps the outer fill's escape. */
 static bool fill_tolerating_faults(void *p, size_t n)
 {
     if (!n)
         return true;
     install_segv_handler();
-    sigjmp_buf escape;
-    if (sigsetjmp(escape, 1)) {
-        t_fill_escape = NULL;
-        return false;
-    }
-    t_fill_lo = (uintptr_t)p;
-    t_fill_hi = (uintptr_t)p + n;
-    atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
-    t_fill_escape = &escape;
-    sentinel_fill(p, n);
+    sigjmp_buf escape, *outer = t_fill_escape;
+    uintptr_t outer_lo = t_fill_lo, outer_hi = t_fill_hi;
+    bool filled = true;
     t_fill_escape = NULL;
-    return true;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (sigsetjmp(escape, 0)) {
+        sigset_t segv;
+        sigemptyset(&segv);
+        sigaddset(&segv, SIGSEGV);
+        pthread_sigmask(SIG_UNBLOCK, &segv, NULL);
+        filled = false;
+    } else {
+        t_fill_lo = (uintptr_t)p;
+        t_fill_hi = (uintptr_t)p + n;
+        atomic_signal_fence(memory_order_seq_cst); /* the range before the escape is armed */
+        t_fill_escape = &escape;
+        sentinel_fill(p, n);
+    }
+    t_fill_escape = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+    t_fill_lo = outer_lo;
+    t_fill_hi = outer_hi;
+    atomic_signal_fence(memory_order_seq_cst);
+    t_fill_escape = outer;
+    return filled;
+}
+
+/* Whether [a, a + n) holds the start of a page. Only such a block can have a page the program
+ * protected (mprotect takes whole pages) while its free is harmless natively: otherwise its
+ * first bytes share a page with its header, which glibc's free writes (or its first bytes). */
+static bool holds_page_start(uintptr_t a, size_t n)
+{
+    return n && (!g_page || ((a + g_page - 1) & ~(g_page - 1)) - a < n);
 }
 
 /* What the locked part of a free decided for a live block, for the rest done unlocked. */
@@ -1427,7 +1452,7 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
     if (g_fill && guarded) {
         filled = fill_tolerating_faults(p, r->lo - a) &&
                  fill_tolerating_faults((void *)r->hi, a + e->size - r->hi);
-    } else if (g_fill && e->size >= HEAP_GUARD_MIN) {
+    } else if (g_fill && holds_page_start(a, e->size)) {
         filled = fill_tolerating_faults(p, e->size);
     } else if (g_fill) {
         sentinel_fill(p, e->size);
@@ -1440,6 +1465,10 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
 {
     uintptr_t a = (uintptr_t)p;
+    if (c->state == HEAP_CLAIM_UNKNOWN && deepbind_seen() && deepbind_glibc_block(p)) {
+        real_free(p); /* glibc's own block, from a library opened with RTLD_DEEPBIND */
+        return;
+    }
     if (c->state == HEAP_CLAIM_UNKNOWN) {
         report_invalid_free(p, free_stack);
         end_as_natively(); /* glibc: "free(): invalid pointer" */

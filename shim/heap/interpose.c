@@ -26,6 +26,7 @@
  * realloc(p, 0) frees and returns NULL as glibc does, realloc(NULL, n) is malloc(n), malloc(0)
  * returns a unique pointer, and the alignment rules of memalign and aligned_alloc are the real
  * functions' own (the shim calls them with the redzone added to the size). */
+#include "deepbind.h"
 #include "depot.h"
 #include "engine/engine.h"
 #include "heap/heap.h"
@@ -576,6 +577,19 @@ EXPORT void *realloc(void *p, size_t n)
     struct heap_claim c;
     heap_free_claim(p, &c);
     uint32_t stack = STACK();
+    if (c.state == HEAP_CLAIM_UNKNOWN && deepbind_seen() && deepbind_glibc_block(p)) {
+        /* glibc's own block (a library opened with RTLD_DEEPBIND allocated it before its
+         * calls were bound to the shim's): it moves to one of the shim's. */
+        void *q = full_block(n, 0, 0, stack);
+        if (q) {
+            size_t old = real_usable(p, 0);
+            memcpy(q, p, old < n ? old : n);
+            shim_real_enter();
+            r_free(p);
+            shim_real_leave();
+        }
+        return done(q, saved);
+    }
     if (c.state != HEAP_CLAIM_LIVE) {
         /* Freed already or never allocated: reported as free would report it. */
         heap_free_finish(p, &c, stack);
@@ -911,6 +925,32 @@ EXPORT sig_handler_fn __sysv_signal(int sig, sig_handler_fn handler)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+
+/* ---- dlopen ----
+ *
+ * Only RTLD_DEEPBIND is the shim's concern: the opened objects' allocator calls are bound to
+ * the shim's after the real dlopen (deepbind.h). Any other call is a sibling call to the next
+ * dlopen, so that glibc takes the program's return address for its caller, which decides the
+ * namespace and the RUNPATH a bare name is searched along. */
+typedef void *(*dlopen_fn)(const char *, int);
+static void *_Atomic g_next_dlopen;
+
+__attribute__((noinline)) static void *dlopen_deepbind(dlopen_fn next, const char *file, int flags)
+{
+    size_t before = deepbind_objects();
+    void *h = next(file, flags);
+    if (h)
+        deepbind_bind(h, before);
+    return h;
+}
+
+EXPORT void *dlopen(const char *file, int flags)
+{
+    dlopen_fn next = (dlopen_fn)next_fn(&g_next_dlopen, "dlopen");
+    if (UNLIKELY(flags & RTLD_DEEPBIND))
+        return dlopen_deepbind(next, file, flags);
+    return next(file, flags);
+}
 
 /* ---- C++'s operator new and delete ----
  *

@@ -1,6 +1,7 @@
 /* sample.c - guarded sampling: the pool, its slots, and the faults on them (sample.h).
  *
- * The pool is one mapping of 2 * SLOTS + 1 pages, all inaccessible at first: guard, slot 0,
+ * The pool is one mapping of 2 * n + 1 pages (n slots, SLOTS_MAX unless a finite RLIMIT_AS
+ * makes it fewer: pool_slots), all inaccessible at first: guard, slot 0,
  * guard, slot 1, ..., guard. A sampled block lies at the end of its slot's page, rounded to
  * malloc's 16-byte alignment, so the first byte past it (or past the few bytes of that
  * rounding) is in the next guard page; the rest of the page is filled with the sentinel and
@@ -17,6 +18,7 @@
 #include "depot.h"
 #include "heap/heap.h"
 #include "lock.h"
+#include "out.h"
 #include "runtime_report.h"
 #include "shim.h"
 
@@ -28,13 +30,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define SLOTS 256u /* 2 MiB of address space with 4 KiB pages; at most 1 MiB resident */
+#define SLOTS_MAX 256u /* 2 MiB of address space with 4 KiB pages; at most 1 MiB resident */
+/* Under a finite RLIMIT_AS (ulimit -v) the pool takes at most this fraction of the limit. */
+#define LIMIT_SHARE 1024u
 /* The periodic check of live slots: every SCAN_EVERY-th sampled allocation checks the edges
  * of the next SCAN_SLOTS slots (at the default rate, 8 slots per 64,000 allocations). */
 #define SCAN_EVERY 64u
 #define SCAN_SLOTS 8u
 
-enum slot_state { SLOT_UNUSED, SLOT_LIVE, SLOT_FREED };
+/* SLOT_GONE: its page given back (sample_give_back), never used again. */
+enum slot_state { SLOT_UNUSED, SLOT_LIVE, SLOT_FREED, SLOT_GONE };
 
 struct slot {
     uintptr_t addr; /* the block (the program's pointer) */
@@ -53,11 +58,18 @@ __thread uint32_t sample_t_countdown __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_random __attribute__((tls_model("initial-exec")));
 
 static shim_lock g_lock = SHIM_LOCK_INIT;
-static struct slot *g_slots; /* SLOTS, mapped with the pool */
+static struct slot *g_slots; /* g_nslots, mapped with the pool */
+static size_t g_nslots;      /* set before the pool is published (sample_g_hi) */
 static uint32_t *g_freed;    /* FIFO ring of freed slot indices */
 static size_t g_freed_head, g_freed_count, g_unused_next;
 static size_t g_page;
 static int g_map_failed;
+static int g_given_back; /* sample_give_back ran (once) */
+/* Why sampling is off, said once by sample_alloc after the lock is dropped (no line is
+ * written under a shim lock): OFF_NONE when it is on or was said. */
+static enum { OFF_NONE, OFF_PAGE, OFF_LIMIT, OFF_MAP } g_off;
+static unsigned long long g_off_kib;         /* OFF_LIMIT: the limit; OFF_MAP: the pool's size */
+static int g_off_errno;                      /* OFF_MAP: mmap's */
 static size_t g_scan_next, g_scan_countdown; /* the periodic check of live slots */
 
 /* ---- the decision ---- */
@@ -103,44 +115,88 @@ static void *map_none(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* Maps the pool on the first sampled block (lock held); false when it cannot. */
+/* The slots the pool may have: SLOTS_MAX, or under a finite RLIMIT_AS (ulimit -v, read at the
+ * first sampled block), where address space is what the program runs short of, as many as
+ * fit in 1/LIMIT_SHARE of the limit (a 100 MB limit: 11 slots, 92 KiB), so that the pool
+ * is not what makes a correct program's own mapping fail; 0 when not one fits. */
+static size_t pool_slots(size_t page, unsigned long long *limit_kib)
+{
+    struct rlimit limit;
+    int saved = errno;
+    bool limited = getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+    errno = saved;
+    *limit_kib = limited ? (unsigned long long)limit.rlim_cur / 1024 : 0;
+    if (!limited)
+        return SLOTS_MAX;
+    uint64_t fit = (uint64_t)limit.rlim_cur / LIMIT_SHARE;
+    fit = fit > page ? (fit - page) / (2 * page) : 0;
+    return fit < SLOTS_MAX ? (size_t)fit : SLOTS_MAX;
+}
+
+/* Maps the pool on the first sampled block (lock held); false when it cannot (g_off then
+ * says why, once). */
 static bool pool_ready(void)
 {
     if (g_slots)
         return true;
     if (g_map_failed)
         return false;
-    /* Under a finite RLIMIT_AS (ulimit -v) address space is what the program runs short of,
-     * and the pool's 2 MiB must not be what makes a correct program fail: no sampling. */
-    struct rlimit limit;
-    int saved = errno;
-    bool limited = getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
-    errno = saved;
+    g_map_failed = 1;
     long page = sysconf(_SC_PAGESIZE);
-    if (limited || page < 4096 || page > (1L << 16)) {
-        g_map_failed = 1;
+    if (page < 4096 || page > (1L << 16)) {
+        g_off = OFF_PAGE;
+        return false;
+    }
+    size_t n = pool_slots((size_t)page, &g_off_kib);
+    if (!n) {
+        g_off = OFF_LIMIT;
         return false;
     }
     g_page = (size_t)page;
-    size_t meta = SLOTS * sizeof *g_slots + SLOTS * sizeof *g_freed;
-    void *pool = map_none((2 * SLOTS + 1) * g_page);
+    size_t bytes = (2 * n + 1) * g_page;
+    size_t meta = n * sizeof *g_slots + n * sizeof *g_freed;
+    int saved = errno;
+    void *pool = map_none(bytes);
     void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
+    g_off_errno = errno;
+    errno = saved;
     if (!pool || m == MAP_FAILED) {
         if (pool)
-            munmap(pool, (2 * SLOTS + 1) * g_page);
+            munmap(pool, bytes);
         if (m != MAP_FAILED)
             munmap(m, meta);
-        g_map_failed = 1;
+        g_off = OFF_MAP;
+        g_off_kib = bytes / 1024;
         return false;
     }
-    g_freed = (uint32_t *)((char *)m + SLOTS * sizeof *g_slots);
+    g_map_failed = 0;
+    g_nslots = n;
+    g_freed = (uint32_t *)((char *)m + n * sizeof *g_slots);
     heap_segv_install();
     g_slots = m; /* under the lock: pool_ready's answer */
     sample_g_lo = (uintptr_t)pool;
-    atomic_store_explicit(&sample_g_hi, (uintptr_t)pool + (2 * SLOTS + 1) * g_page,
-                          memory_order_release);
+    atomic_store_explicit(&sample_g_hi, (uintptr_t)pool + bytes, memory_order_release);
     return true;
+}
+
+/* The one line saying that sampling is off and why, after pool_ready refused (no lock held). */
+static void say_off(void)
+{
+    shim_lock_take(&g_lock);
+    int why = g_off;
+    g_off = OFF_NONE;
+    shim_lock_drop(&g_lock);
+    const char *off = "tlsan: guarded sampling (sample_rate) off:";
+    if (why == OFF_PAGE)
+        out_printf("%s the page size is not between 4 and 64 KiB\n", off);
+    else if (why == OFF_LIMIT)
+        out_printf("%s RLIMIT_AS (ulimit -v) of %llu KiB leaves no room for one slot (the pool "
+                   "takes at most 1/%u of the limit)\n",
+                   off, g_off_kib, LIMIT_SHARE);
+    else if (why == OFF_MAP)
+        out_printf("%s its pool of %llu KiB could not be mapped (errno %d)\n", off, g_off_kib,
+                   g_off_errno);
 }
 
 static uintptr_t slot_page(size_t k)
@@ -176,16 +232,23 @@ static void fill_edges(uintptr_t page, uintptr_t a, size_t n)
 void *sample_alloc(size_t n, unsigned family, int zeroed, uint32_t alloc_stack)
 {
     shim_lock_take(&g_lock);
-    if (!pool_ready() || n > g_page) {
+    if (!pool_ready()) {
+        bool say = g_off != OFF_NONE;
+        shim_lock_drop(&g_lock);
+        if (say)
+            say_off();
+        return NULL;
+    }
+    if (n > g_page) {
         shim_lock_drop(&g_lock);
         return NULL;
     }
     size_t k;
-    if (g_unused_next < SLOTS) {
+    if (g_unused_next < g_nslots) {
         k = g_unused_next++;
     } else if (g_freed_count) {
         k = g_freed[g_freed_head];
-        g_freed_head = (g_freed_head + 1) % SLOTS;
+        g_freed_head = (g_freed_head + 1) % g_nslots;
         g_freed_count--;
     } else {
         shim_lock_drop(&g_lock); /* every slot live */
@@ -223,7 +286,7 @@ bool sample_size(const void *p, size_t *size)
     uintptr_t a = (uintptr_t)p;
     long k = slot_of(a);
     bool live = false;
-    if (k < 0 || k >= (long)SLOTS)
+    if (k < 0 || k >= (long)g_nslots)
         return false;
     /* Inside a locked section (a signal handler, lock.h) this thread may hold the pool's
      * lock itself: the slot is read without it, as sample_fault reads it. */
@@ -329,7 +392,7 @@ static unsigned changed_edges(const struct slot *s, uintptr_t page, uintptr_t at
     return n;
 }
 
-/* Checks the bytes around `count` live slots from the cursor (all: SLOTS), as heap.c does
+/* Checks the bytes around `count` live slots from the cursor (all: SIZE_MAX), as heap.c does
  * for the redzones of its live blocks: an overflow into the slack, or an underflow, of a
  * sampled block that is never freed would otherwise go unseen. The pages are read under the
  * lock (a live slot's page cannot be closed meanwhile); what changed is copied and refilled,
@@ -348,8 +411,10 @@ static unsigned live_scan(size_t count, int at_exit, int symbolize)
             shim_lock_drop(&g_lock);
             break;
         }
+        if (count > g_nslots)
+            count = g_nslots;
         for (; done < count && n + 2 <= 2 * SCAN_SLOTS; done++) {
-            size_t k = g_scan_next++ % SLOTS;
+            size_t k = g_scan_next++ % g_nslots;
             const struct slot *s = &g_slots[k];
             if (s->state != SLOT_LIVE || !s->edges_filled)
                 continue;
@@ -371,7 +436,7 @@ static unsigned live_scan(size_t count, int at_exit, int symbolize)
 
 unsigned sample_verify_live(int symbolize)
 {
-    return live_scan(SLOTS, 1, symbolize);
+    return live_scan(SIZE_MAX, 1, symbolize);
 }
 
 static void report_bad_free(uintptr_t a, const struct slot *s, uint32_t free_stack)
@@ -405,7 +470,7 @@ void sample_free(void *p, unsigned family, uint32_t free_stack, bool report)
 {
     uintptr_t a = (uintptr_t)p;
     long k = slot_of(a);
-    if (k >= (long)SLOTS)
+    if (k >= (long)g_nslots)
         k = -1;
     shim_lock_take(&g_lock);
     struct slot s = {0};
@@ -441,10 +506,55 @@ void sample_free(void *p, unsigned family, uint32_t free_stack, bool report)
     errno = saved;
     shim_lock_take(&g_lock);
     if (closed) {
-        g_freed[(g_freed_head + g_freed_count) % SLOTS] = (uint32_t)k;
+        g_freed[(g_freed_head + g_freed_count) % g_nslots] = (uint32_t)k;
         g_freed_count++;
     } /* else the slot is never used again */
     shim_lock_drop(&g_lock);
+}
+
+/* ---- giving the pool back ---- */
+
+/* Page i of the pool (0 to 2n: guard, slot 0, guard, ...) may be unmapped when no live slot
+ * needs it: a slot's page when the slot is not live, a guard when neither slot beside it is. */
+static bool page_unneeded(size_t i)
+{
+    if (i & 1)
+        return g_slots[i / 2].state != SLOT_LIVE;
+    return (i == 0 || g_slots[i / 2 - 1].state != SLOT_LIVE) &&
+           (i / 2 >= g_nslots || g_slots[i / 2].state != SLOT_LIVE);
+}
+
+bool sample_give_back(void)
+{
+    size_t pages = 0, live = 0;
+    shim_lock_take(&g_lock);
+    if (!g_slots || g_given_back) {
+        shim_lock_drop(&g_lock);
+        return false;
+    }
+    g_given_back = 1;
+    for (size_t i = 0; i < 2 * g_nslots + 1; i++) {
+        if (!page_unneeded(i))
+            continue;
+        int saved = errno;
+        pages += munmap((void *)(sample_g_lo + i * g_page), g_page) == 0;
+        errno = saved;
+    }
+    for (size_t k = 0; k < g_nslots; k++) {
+        if (g_slots[k].state == SLOT_LIVE)
+            live++;
+        else
+            g_slots[k].state = SLOT_GONE;
+    }
+    g_unused_next = g_nslots;
+    g_freed_count = 0; /* the live slots join the ring again when freed */
+    shim_lock_drop(&g_lock);
+    if (pages)
+        out_printf("tlsan: guarded sampling (sample_rate): the program ran out of memory; the "
+                   "pool's %zu KiB not in use given back (sampling off but for its %zu live "
+                   "blocks' slots)\n",
+                   pages * g_page / 1024, live);
+    return pages > 0;
 }
 
 /* ---- faults ---- */
@@ -462,12 +572,12 @@ bool sample_fault(uintptr_t addr, int is_write)
         long before = (long)(index / 2) - 1, after = (long)(index / 2);
         k = before >= 0 && g_slots[before].state != SLOT_UNUSED ? before : after;
     }
-    if (k < 0 || k >= (long)SLOTS)
+    if (k < 0 || k >= (long)g_nslots)
         return false;
     struct slot s = g_slots[k]; /* read without the lock: a handler must not wait for it */
     if (!guard && s.state == SLOT_LIVE)
         return true; /* handed out, its page not yet accessible: the access is retried */
-    if (s.state == SLOT_UNUSED)
+    if (s.state == SLOT_UNUSED || s.state == SLOT_GONE)
         return false;
     bool entered = shim_enter();
     /* Frames dropped: this function, heap.c's on_segv, and the kernel's signal trampoline

@@ -65,6 +65,12 @@ bool sample_size(const void *p, size_t *size);
  * that the program goes on as natively (unless halt_on_error ends it), and true returned. */
 bool sample_fault(uintptr_t addr, int is_write);
 
+/* When the real allocator runs out (heap_quarantine_drain): unmaps the pool's pages that no
+ * live block needs, once, with one line, so that under a finite RLIMIT_AS the pool is not
+ * what makes a correct program fail; those slots are not used again (a stale access to a
+ * block freed in one then faults as a wild one does). True when it gave any back. */
+bool sample_give_back(void);
+
 /* Fork handlers (through heap_lock_all and the like). */
 void sample_lock(void);
 void sample_unlock(void);

@@ -123,6 +123,8 @@ expect_top_frame "$err" "read by op 'sum_7' (model.py:42 in block) at" graph des
 expect_count "$err" "^SUMMARY: tlsan: use-after-release yv \(released, read by op 'sum_7'\)$" 1 desc-uar
 
 # ---- misuse: one usage warning per refused call, no finding, the clean output ----
+# Each names the function the program called: a host access or a view by handle past the end
+# of its root once said "tlsan_view_bind", the call made for it.
 run "" misuse
 expect_rc 0 misuse
 expect_eq "$out" "$want_out" "misuse output"
@@ -131,7 +133,9 @@ expect_eq "$err" "tlsan: warning: tlsan_release('a'): the handle $stale
 tlsan: warning: tlsan_release('av'): the handle is a view's (views end with their storage root); ignored
 tlsan: warning: tlsan_view('aw'): the base handle $stale
 tlsan: warning: op 'stale_op': 1 stale or unknown tensor handle(s) left out
-tlsan: warning: tlsan_bind_inplace('c'): its input 'av' is a view, not a storage root; ignored" misuse
+tlsan: warning: tlsan_bind_inplace('c'): its input 'av' is a view, not a storage root; ignored
+tlsan: warning: tlsan_host_access('a[200,+100]'): [200, +100) runs past the end of its base 'a' (256 bytes)
+tlsan: warning: tlsan_view('ax'): [200, +100) runs past the end of its base 'a' (256 bytes)" misuse
 
 # ---- without the shim: every call a no-op, the same output ----
 for mode in clean uar-view host-uar host-unwritten inplace-read clobber desc-uar misuse uar-root host-uar-root; do

@@ -19,7 +19,7 @@
  *   clobber      'tmp' is bound inside live h1 and written by scale_9; add_3 then reads h1
  *   desc-uar     y is released before sum_7 reads it through yv
  *   misuse       h1 released twice by handle, a view of a released root, a stale handle in
- *                an op; then the clean run */
+ *                an op, a host read and a view past the end of a root; then the clean run */
 #include "tlsan/tlsan.h"
 
 #include <pthread.h>
@@ -227,6 +227,8 @@ static void misuse(void)
         memset(arena + 32768, 0, 256);
     }
     (void)tlsan_bind_inplace("c", av, 0); /* an in-place input must be a root */
+    tlsan_host_read_range(b, 200, 100);   /* past the end of its 256 bytes */
+    (void)tlsan_view("ax", b, 200, 100);  /* the same range as a view */
     tlsan_release(b);
 }
 

@@ -27,7 +27,11 @@
  *   forklog DIR  renames DIR/log-dir to DIR/moved (where the parent's log_path file is), then
  *            forks a child that frees a block twice
  *   libc-names  mixes glibc's exported __libc_malloc family with malloc/free both ways (a
- *            block from one freed or resized by the other), contents checked */
+ *            block from one freed or resized by the other), contents checked
+ *   readonly-free  large blocks made read-only, then freed
+ *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated
+ *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates
+ *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -786,6 +790,142 @@ static void mode_readonly_free(void)
         printf("readonly-free ok\n");
 }
 
+/* Small blocks whose pages the program protected, then freed (arg: the case): natively glibc
+ * writes only the chunk's header (before the protected page) and, for a block that does not
+ * join the top chunk, its first bytes; the shim must neither crash nor report when the fill of
+ * the freed block faults. Cases: "memalign-read" and "memalign-none" a memalign(4096, 4096)
+ * block made read-only or inaccessible, then freed; "realloc-read" the read-only one grown
+ * with realloc (natively in place, into the top chunk; under the shim it moves, and the copy
+ * reads it); "interior-none" the middle page of a three-page block made inaccessible (a guard
+ * page of the program's own), then freed. Natively a later allocation may carve the top chunk
+ * over the protected page, so stdout is unbuffered (no buffer to allocate) and nothing is
+ * allocated after. */
+static void mode_readonly_small(const char *arg)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int none = strstr(arg, "-none") != NULL;
+    unsigned char *p, *lo;
+    size_t n;
+    if (strcmp(arg, "interior-none") == 0) {
+        n = 3 * page;
+        p = malloc(n);
+        CHECK(p != NULL, "malloc of three pages");
+        if (!p)
+            return;
+        lo = (unsigned char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+    } else {
+        n = page;
+        p = lo = memalign(page, n);
+        CHECK(p != NULL, "memalign of a page");
+        if (!p)
+            return;
+    }
+    memset(p, 'm', n);
+    CHECK(mprotect(lo, page, none ? PROT_NONE : PROT_READ) == 0, "mprotect");
+    if (strcmp(arg, "realloc-read") == 0) {
+        unsigned char *q = realloc(p, 3 * page);
+        CHECK(q != NULL && q[0] == 'm' && q[page - 1] == 'm', "realloc keeps the bytes");
+        p = q;
+    }
+    free(p);
+    if (!failures)
+        printf("readonly-small %s ok\n", arg);
+}
+
+/* Run under ulimit -v: maps 64 KiB pieces until the address space is used up, then allocates
+ * and frees a small block (the first small one: stdout is unbuffered), and unmaps them. Under
+ * the shim with sample_rate=1 that block is sampled, and the pool cannot be mapped. The pieces
+ * are chained through their own first word: nothing else of the limit is taken (the churn
+ * mode runs near its limit too). */
+static void mode_exhaust(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    enum { PIECE = 64 * 1024 };
+    void **last = NULL;
+    size_t n = 0;
+    /* glibc's heap set up first, kept (natively the block below comes from it), by an
+     * allocator the shim never samples (the pool is mapped at the first sampled call). */
+    void *keep = NULL;
+    CHECK(posix_memalign(&keep, 64, 8192) == 0, "posix_memalign");
+    for (; n < (1u << 20); n++) { /* 64 GiB: the limit is reached first */
+        void **m = mmap(NULL, PIECE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            break;
+        *m = last;
+        last = m;
+    }
+    CHECK(n < (1u << 20), "the address space ran out (run under ulimit -v)");
+    char *p = malloc(32);
+    CHECK(p != NULL, "a small block with the address space used up");
+    if (p)
+        memset(p, 'e', 32);
+    free(p);
+    size_t back = 0;
+    while (last) {
+        void **next = *last;
+        back += munmap(last, PIECE) == 0;
+        last = next;
+    }
+    CHECK(back == n, "every piece unmapped");
+    free(keep);
+    if (!failures)
+        printf("exhaust ok\n");
+}
+
+/* dlopen(LIB, RTLD_NOW | RTLD_DEEPBIND) (arg "lazy": RTLD_LAZY) of lib_deepbind.c, whose
+ * malloc family is then glibc's natively: blocks of the program freed and reallocated by the
+ * library and the reverse, and the block its constructor allocated freed by the program.
+ * Natively all of it is one allocator's; the shim must neither report nor crash. Then, for
+ * arg "double-free", the library frees a block of the program's twice, and for "invalid-free"
+ * the program frees an interior pointer (each a bug natively, which glibc aborts on). */
+static void mode_deepbind(const char *lib, const char *how)
+{
+    int flags = (strcmp(how, "lazy") == 0 ? RTLD_LAZY : RTLD_NOW) | RTLD_DEEPBIND;
+    void *h = dlopen(lib, flags);
+    CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
+    if (!h)
+        return;
+    void *(*lib_alloc)(size_t) = (void *(*)(size_t))dlsym(h, "lib_deepbind_alloc");
+    void (*lib_free)(void *) = (void (*)(void *))dlsym(h, "lib_deepbind_free");
+    void *(*lib_realloc)(void *, size_t) =
+        (void *(*)(void *, size_t))dlsym(h, "lib_deepbind_realloc");
+    char *(*lib_take)(void) = (char *(*)(void))dlsym(h, "lib_deepbind_take");
+    CHECK(lib_alloc && lib_free && lib_realloc && lib_take, "dlsym");
+    if (!lib_alloc || !lib_free || !lib_realloc || !lib_take)
+        return;
+    for (int round = 0; round < 100; round++) {
+        char *p = malloc(100); /* the program's, freed by the library */
+        memset(p, 'p', 100);
+        p = lib_realloc(p, 5000);
+        CHECK(p && p[99] == 'p', "the library's realloc of the program's block");
+        lib_free(p);
+        char *q = lib_alloc(100); /* the library's, freed by the program */
+        memset(q, 'q', 100);
+        q = realloc(q, 3000);
+        CHECK(q && q[99] == 'q', "the program's realloc of the library's block");
+        free(q);
+    }
+    char *made = lib_take();
+    CHECK(made && strcmp(made, "made by the constructor") == 0, "the constructor's block");
+    made = realloc(made, 4000);
+    CHECK(made && strcmp(made, "made by the constructor") == 0, "its realloc by the program");
+    free(made);
+    if (strcmp(how, "double-free") == 0) {
+        char *p = malloc(24);
+        lib_free(p);
+        lib_free(p);
+    } else if (strcmp(how, "invalid-free") == 0) {
+        char *p = malloc(64);
+        memset(p, 'x', 64);
+        char *volatile inside = p + 16; /* volatile: the compiler sees no bad free */
+        free(inside);
+    }
+    dlclose(h);
+    if (!failures)
+        printf("deepbind ok\n");
+}
+
 /* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
  * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
  * "double-free": a double free afterwards is still reported). */
@@ -847,6 +987,12 @@ int main(int argc, char **argv)
         mode_oom_probe(arg);
     else if (strcmp(mode, "readonly-free") == 0)
         mode_readonly_free();
+    else if (strcmp(mode, "readonly-small") == 0)
+        mode_readonly_small(arg);
+    else if (strcmp(mode, "exhaust") == 0)
+        mode_exhaust();
+    else if (strcmp(mode, "deepbind") == 0)
+        mode_deepbind(arg, argc > 3 ? argv[3] : "");
     else {
         fprintf(stderr, "prog_robust: unknown mode %s\n", mode);
         return 2;
