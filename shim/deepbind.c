@@ -5,12 +5,15 @@
 #include "out.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -234,6 +237,123 @@ size_t deepbind_bind(void *handle, size_t before)
                    "the program may be misreported)\n",
                    q.refused);
     return q.rewritten;
+}
+
+/* ---- the caller's search path ----
+ *
+ * glibc searches a bare name along the RUNPATH (or RPATH) of the object that called dlopen,
+ * which it takes from dlopen's return address: here the shim. So the part of its search that
+ * depends on the caller is made here, for the program's caller: a caller with DT_RUNPATH has
+ * LD_LIBRARY_PATH's directories, then its RUNPATH's, searched first; a library with DT_RPATH
+ * (and no RUNPATH) its RPATH's (the program's own RPATH glibc searches from any caller). The
+ * first directory holding the file gives its path; otherwise glibc searches the rest (the
+ * cache, the default directories) from the name. $ORIGIN is the caller's directory; a
+ * directory with another $ token is skipped. */
+
+/* dir (len bytes) + "/" + file into out (cap bytes), $ORIGIN replaced by origin; false when
+ * it does not fit or holds another token. */
+static bool join(char *out, size_t cap, const char *dir, size_t len, const char *origin,
+                 const char *file)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        const char *piece = dir + i;
+        size_t take = 1;
+        if (dir[i] == '$') {
+            bool braced = len - i >= 9 && strncmp(dir + i, "${ORIGIN}", 9) == 0;
+            if (!braced && !(len - i >= 7 && strncmp(dir + i, "$ORIGIN", 7) == 0))
+                return false;
+            piece = origin;
+            take = strlen(origin);
+            i += braced ? 9 : 7;
+        } else {
+            i++;
+        }
+        if (n + take >= cap)
+            return false;
+        memcpy(out + n, piece, take);
+        n += take;
+    }
+    int w = snprintf(out + n, cap - n, "%s%s", n ? "/" : "", file);
+    return w >= 0 && (size_t)w < cap - n;
+}
+
+/* The first directory of the colon-separated list holding file, as a path into out. */
+static bool find_in(const char *list, const char *origin, const char *file, char *out, size_t cap)
+{
+    for (const char *d = list; list && *d;) {
+        size_t len = strcspn(d, ":");
+        if (len && join(out, cap, d, len, origin, file) && access(out, F_OK) == 0)
+            return true;
+        d += len + (d[len] == ':');
+    }
+    return false;
+}
+
+/* The caller's DT_RUNPATH and DT_RPATH strings, and its directory. */
+static void caller_paths(const void *caller, const char **runpath, const char **rpath, char *origin,
+                         size_t cap)
+{
+    Dl_info info;
+    struct link_map *l = NULL;
+    *runpath = *rpath = NULL;
+    origin[0] = 0;
+    if (!dladdr1(caller, &info, (void **)&l, RTLD_DL_LINKMAP) || !l || !l->l_ld)
+        return;
+    const char *strtab = NULL;
+    ElfW(Addr) run = 0, rp = 0;
+    bool has_run = false, has_rp = false;
+    for (const ElfW(Dyn) *d = l->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)(d->d_un.d_ptr < l->l_addr ? l->l_addr + d->d_un.d_ptr
+                                                              : d->d_un.d_ptr);
+        else if (d->d_tag == DT_RUNPATH)
+            run = d->d_un.d_val, has_run = true;
+        else if (d->d_tag == DT_RPATH)
+            rp = d->d_un.d_val, has_rp = true;
+    }
+    if (!strtab)
+        return;
+    *runpath = has_run ? strtab + run : NULL;
+    *rpath = has_rp && !has_run && l->l_name && l->l_name[0] ? strtab + rp : NULL;
+    const char *name = l->l_name && l->l_name[0] ? l->l_name : NULL;
+    char exe[4096];
+    if (!name) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return;
+        exe[n] = 0;
+        name = exe;
+    }
+    const char *slash = strrchr(name, '/');
+    size_t len = slash ? (size_t)(slash - name) : 0;
+    if (len >= cap)
+        return;
+    memcpy(origin, name, len);
+    origin[len] = 0;
+}
+
+void *deepbind_dlopen(void *(*next)(const char *, int), const char *file, int flags,
+                      const void *caller)
+{
+    char path[4096], origin[4096];
+    const char *open = file;
+    if (file && *file && !strchr(file, '/')) {
+        const char *runpath, *rpath;
+        int saved = errno;
+        caller_paths(caller, &runpath, &rpath, origin, sizeof origin);
+        if ((runpath && ((!getauxval(AT_SECURE) &&
+                          find_in(getenv("LD_LIBRARY_PATH"), origin, file, path, sizeof path)) ||
+                         find_in(runpath, origin, file, path, sizeof path))) ||
+            (rpath && find_in(rpath, origin, file, path, sizeof path)))
+            open = path;
+        errno = saved;
+    }
+    size_t before = deepbind_objects();
+    void *h = next(open, flags);
+    if (h)
+        deepbind_bind(h, before);
+    return h;
 }
 
 /* ---- blocks glibc allocated ---- */

@@ -17,6 +17,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* dlopen(file, flags) with RTLD_DEEPBIND for the program's call at `caller` (its return
+ * address): a bare name is searched along the caller's RUNPATH or RPATH first, as glibc would
+ * for that caller (it sees the shim), then `next` (the real dlopen) opens it and the objects
+ * it loaded are bound (deepbind_bind). */
+void *deepbind_dlopen(void *(*next)(const char *, int), const char *file, int flags,
+                      const void *caller);
 /* The number of loaded objects now, for deepbind_bind after the dlopen. */
 size_t deepbind_objects(void);
 /* Binds the shim's functions in the objects loaded after the first `before` ones, by the

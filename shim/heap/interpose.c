@@ -935,20 +935,11 @@ EXPORT sig_handler_fn __sysv_signal(int sig, sig_handler_fn handler)
 typedef void *(*dlopen_fn)(const char *, int);
 static void *_Atomic g_next_dlopen;
 
-__attribute__((noinline)) static void *dlopen_deepbind(dlopen_fn next, const char *file, int flags)
-{
-    size_t before = deepbind_objects();
-    void *h = next(file, flags);
-    if (h)
-        deepbind_bind(h, before);
-    return h;
-}
-
 EXPORT void *dlopen(const char *file, int flags)
 {
     dlopen_fn next = (dlopen_fn)next_fn(&g_next_dlopen, "dlopen");
     if (UNLIKELY(flags & RTLD_DEEPBIND))
-        return dlopen_deepbind(next, file, flags);
+        return deepbind_dlopen(next, file, flags, __builtin_return_address(0));
     return next(file, flags);
 }
 

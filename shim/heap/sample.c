@@ -576,7 +576,11 @@ bool sample_fault(uintptr_t addr, int is_write)
         return false;
     struct slot s = g_slots[k]; /* read without the lock: a handler must not wait for it */
     if (!guard && s.state == SLOT_LIVE)
-        return true; /* handed out, its page not yet accessible: the access is retried */
+        /* Handed out, its page not yet accessible (a stale pointer of the slot's last block,
+         * meanwhile): the access is retried. Once the page was made accessible and filled, a
+         * fault on it is the program's own protection (mprotect of its page-aligned block):
+         * it goes where it would natively, to the program's handler or death. */
+        return !s.edges_filled;
     if (s.state == SLOT_UNUSED || s.state == SLOT_GONE)
         return false;
     bool entered = shim_enter();

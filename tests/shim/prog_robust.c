@@ -31,7 +31,8 @@
  *   readonly-free  large blocks made read-only, then freed
  *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated
  *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates
- *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways */
+ *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways
+ *   sampled-protect  a page-aligned block of a page made PROT_NONE, its access caught */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -45,6 +46,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -926,6 +928,42 @@ static void mode_deepbind(const char *lib, const char *how)
         printf("deepbind ok\n");
 }
 
+/* A page-aligned block of a page (as a sampled one is under the shim) made inaccessible by
+ * the program, whose SIGSEGV handler catches its own access, then made accessible again and
+ * freed. Natively such a malloc block is not page-aligned, and the mode prints the same. */
+static sigjmp_buf g_protect_escape;
+
+static void protect_handler(int sig)
+{
+    (void)sig;
+    siglongjmp(g_protect_escape, 1);
+}
+
+static void mode_sampled_protect(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p = malloc(page);
+    CHECK(p != NULL, "malloc of a page");
+    if (!p)
+        return;
+    memset(p, 's', page);
+    if (((uintptr_t)p & (page - 1)) == 0) {
+        signal(SIGSEGV, protect_handler);
+        CHECK(mprotect(p, page, PROT_NONE) == 0, "mprotect");
+        volatile unsigned char *v = p;
+        int caught = sigsetjmp(g_protect_escape, 1);
+        if (!caught)
+            (void)v[0];
+        CHECK(caught == 1, "the program's handler caught its own access");
+        CHECK(mprotect(p, page, PROT_READ | PROT_WRITE) == 0, "mprotect back");
+        signal(SIGSEGV, SIG_DFL);
+    }
+    CHECK(p[page - 1] == 's', "the block's bytes");
+    free(p);
+    if (!failures)
+        printf("sampled-protect ok\n");
+}
+
 /* A program that asks for more than it can have (under ulimit -v) and goes on: natively the
  * malloc fails with ENOMEM; under the shim too, and the shim goes on checking (arg
  * "double-free": a double free afterwards is still reported). */
@@ -991,6 +1029,8 @@ int main(int argc, char **argv)
         mode_readonly_small(arg);
     else if (strcmp(mode, "exhaust") == 0)
         mode_exhaust();
+    else if (strcmp(mode, "sampled-protect") == 0)
+        mode_sampled_protect();
     else if (strcmp(mode, "deepbind") == 0)
         mode_deepbind(arg, argc > 3 ? argv[3] : "");
     else {

@@ -22,6 +22,7 @@
 #include "lock.h"
 #include "out.h"
 #include "runtime_report.h"
+#include "../support/splitmix.h"
 #include "shim.h"
 
 /* ---- the sentinel ---- */
@@ -69,6 +70,43 @@ static void nan_views(void **state)
         double d;
         memcpy(&d, buf + off, 8);
         assert_true(isnan(d));
+    }
+}
+
+/* The word-at-a-time fill and search against their byte-by-byte twins, on random ranges of
+ * every alignment and length up to 300 (the redzones, small blocks and the word and line
+ * loops' every remainder), each damaged at up to 3 random bytes or not at all. */
+static void sentinel_twins(void **state)
+{
+    (void)state;
+    _Alignas(64) unsigned char buf[352], want[352];
+    uint64_t seed = 11;
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t start = (size_t)splitmix_below(&seed, 24), n = (size_t)splitmix_below(&seed, 301);
+        unsigned char bg = (unsigned char)splitmix_next(&seed);
+        memset(buf, bg, sizeof buf);
+        memset(want, bg, sizeof want);
+        for (size_t i = 0; i < n; i++)
+            want[start + i] = sentinel_byte((uintptr_t)(buf + start + i));
+        sentinel_fill(buf + start, n);
+        assert_memory_equal(buf, want, sizeof buf); /* nothing outside the range is touched */
+        size_t first = n;
+        unsigned hits = n ? (unsigned)splitmix_below(&seed, 4) : 0;
+        for (unsigned h = 0; h < hits; h++) {
+            size_t off = (size_t)splitmix_below(&seed, n);
+            /* Any other value, the other phase's byte among them. */
+            unsigned char v =
+                splitmix_chance(&seed, 50)
+                    ? sentinel_byte((uintptr_t)(buf + start + off + 1))
+                    : (unsigned char)(buf[start + off] ^ (1u + splitmix_below(&seed, 255)));
+            buf[start + off] = v;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (buf[start + i] != sentinel_byte((uintptr_t)(buf + start + i))) {
+                first = i;
+                break;
+            }
+        assert_int_equal(sentinel_find_change(buf + start, n), first);
     }
 }
 
@@ -741,6 +779,7 @@ int main(void)
         cmocka_unit_test(fill_phase),
         cmocka_unit_test(nan_views),
         cmocka_unit_test(find_change),
+        cmocka_unit_test(sentinel_twins),
         cmocka_unit_test(verify_sampling),
         cmocka_unit_test(track_and_free),
         cmocka_unit_test(double_and_invalid),
