@@ -297,6 +297,15 @@ static void test_values_land_in_model(void **state)
     tlsan_plan_free(p);
 }
 
+/* The plan of the n bytes of json, which must read without an error. */
+static tlsan_plan *read_ok(const char *json, size_t n, const char *name)
+{
+    tlsan_plan *p = NULL;
+    tlsan_error err;
+    assert_int_equal(tlsan_plan_read_buffer(json, n, name, &p, &err), TLSAN_OK);
+    return p;
+}
+
 /* Extents past 2^32-1 keep their exact value (a tensor with one keeps all of its own in
  * 8-byte entries) beside the 4-byte ones of every other tensor. */
 static void test_wide_shape_extents(void **state)
@@ -315,9 +324,7 @@ static void test_wide_shape_extents(void **state)
         " \"dtype\": \"u8\", \"shape\": [4294967297]}\n"
         " ],\n"
         " \"ops\": []}\n";
-    tlsan_plan *p = NULL;
-    tlsan_error err;
-    assert_int_equal(tlsan_plan_read_buffer(plan, strlen(plan), "wide", &p, &err), TLSAN_OK);
+    tlsan_plan *p = read_ok(plan, strlen(plan), "wide");
     const tensor_rec *s = &p->tensors[0], *w = &p->tensors[1], *t = &p->tensors[2];
     assert_int_equal(plan_shape_rank(p, s), 2);
     assert_int_equal(plan_shape_dim(p, s, 0), 2);
@@ -356,9 +363,7 @@ static void test_high_rank_shape(void **state)
     }
     memcpy(json + n, "}]}", 3);
     n += 3;
-    tlsan_plan *p = NULL;
-    tlsan_error err;
-    assert_int_equal(tlsan_plan_read_buffer(json, n, "rank", &p, &err), TLSAN_OK);
+    tlsan_plan *p = read_ok(json, n, "rank");
     const tensor_rec *s = &p->tensors[0];
     assert_int_equal(plan_shape_rank(p, s), RANK);
     assert_int_equal(plan_shape_dim(p, s, 0), 1);
@@ -376,9 +381,7 @@ static void test_integer_limits(void **state)
                        "9223372036854775807, \"alignment\": 9223372036854775807}], "
                        "\"tensors\": [{\"name\": \"t\", \"bytes\": 0, \"arena\": \"a\", "
                        "\"offset\": 9223372036854775807, \"lifetime\": [-1, -0]}], \"ops\": []}";
-    tlsan_plan *p = NULL;
-    tlsan_error err;
-    assert_int_equal(tlsan_plan_read_buffer(json, strlen(json), "lim", &p, &err), TLSAN_OK);
+    tlsan_plan *p = read_ok(json, strlen(json), "lim");
     assert_int_equal(p->arenas[0].alignment_bytes, INT64_MAX);
     assert_int_equal(p->tensors[0].offset_bytes, INT64_MAX);
     assert_int_equal(tensor_x(p, &p->tensors[0])->lifetime[0], -1);
