@@ -614,6 +614,16 @@ static void pair_geometry(const checker *c, tlsan_finding *f, uint32_t x, uint32
     f->bytes[1] = ex < ey ? ex : ey;
 }
 
+/* Root r's lifetime on the current path. A root with no conditional access has one
+ * lifetime on every path, its hull (check_one() made it exact), except under the union of
+ * paths, whose loop rule may lengthen it. */
+static life tenant_life(const checker *c, uint32_t r)
+{
+    if ((c->tenant[r] & TENANT_FIXED) && !c->ps.all_run)
+        return c->ix.hull[r];
+    return root_life(&c->ix, c->p, r, &c->ps);
+}
+
 /* Reports that root e's access `bad` is not ordered before op lf, the first access of l,
  * which reuses e's bytes. */
 static int report_unordered(checker *c, uint32_t e, uint32_t l, life le, life ll, uint32_t lf,
@@ -680,7 +690,7 @@ static int check_pair(void *ctx, uint32_t a, uint32_t b)
     bool conflict_done = !need_conflict, order_done = !need_order;
     paths_begin(c);
     do {
-        life la = root_life(&c->ix, p, a, &c->ps), lb = root_life(&c->ix, p, b, &c->ps);
+        life la = tenant_life(c, a), lb = tenant_life(c, b);
         bool meet = life_intersect(la, lb);
         if (meet && !conflict_done && !(nd && inplace_excused(c, d0, nd, a, la, lb))) {
             conflict_done = true;
@@ -794,7 +804,7 @@ static bool pair_proven(checker *c, uint32_t e, uint32_t l)
     bool ok = true;
     paths_begin(c);
     do {
-        life le = root_life(&c->ix, p, e, &c->ps), ll = root_life(&c->ix, p, l, &c->ps);
+        life le = tenant_life(c, e), ll = tenant_life(c, l);
         if (life_empty(le) || life_empty(ll))
             continue; /* one of them does not exist on this path */
         if (!(le.last < ll.first)) {

@@ -10,7 +10,6 @@ void access_index_free(access_index *ix)
     free(ix->op);
     free(ix->rw);
     free(ix->hull);
-    free(ix->must);
     free(ix->cond_bits);
     free(ix->cond_rank);
     free(ix->cond_ops);
@@ -28,6 +27,27 @@ static inline int32_t min32(int32_t a, int32_t b)
 static inline int32_t max32(int32_t a, int32_t b)
 {
     return a > b ? a : b;
+}
+
+life root_must(const access_index *ix, const tlsan_plan *p, uint32_t r)
+{
+    life must = {LIFE_NONE_FIRST, LIFE_NONE_LAST};
+    if (p->tensors[r].root != r)
+        return must;
+    uint8_t fl = p->root_flags[r];
+    if (fl & TLSAN_TENSOR_INPUT)
+        must.first = must.last = -1;
+    if (fl & TLSAN_TENSOR_OUTPUT) {
+        must.first = min32(must.first, (int32_t)p->n_ops);
+        must.last = (int32_t)p->n_ops;
+    }
+    for (uint32_t a = ix->start[r]; a < ix->start[r + 1]; a++) {
+        if (!(ix->rw[a] & ACC_COND)) {
+            must.first = min32(must.first, (int32_t)ix->op[a]);
+            must.last = max32(must.last, (int32_t)ix->op[a]);
+        }
+    }
+    return must;
 }
 
 /* Calls fn for each (root, rw bit) an op touches, views resolved to their roots. */
@@ -50,12 +70,11 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
     uint32_t *last = NULL; /* per root: 1 + last op that touched it, to merge an op's accesses */
     ix->start = calloc(nt + 1, sizeof *ix->start);
     ix->hull = malloc((nt ? nt : 1) * sizeof *ix->hull);
-    ix->must = malloc((nt ? nt : 1) * sizeof *ix->must);
     size_t n_words = no / 64 + 1;
     ix->cond_bits = calloc(n_words, sizeof *ix->cond_bits);
     ix->cond_rank = malloc(n_words * sizeof *ix->cond_rank);
     last = calloc(nt ? nt : 1, sizeof *last);
-    if (!ix->start || !ix->hull || !ix->must || !ix->cond_bits || !ix->cond_rank || !last)
+    if (!ix->start || !ix->hull || !ix->cond_bits || !ix->cond_rank || !last)
         goto fail;
 
     /* Count, then fill: a CSR layout keeps each root's accesses contiguous and sorted. */
@@ -138,26 +157,13 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
 
     /* Spans: `must` from unconditional accesses, `hull` from all (loops assumed carried
      * whenever they could be, so the hull contains every path's lifetime). */
-    int32_t n = (int32_t)no;
-    for (size_t r = 0; r < nt; r++) {
-        life must = {LIFE_NONE_FIRST, LIFE_NONE_LAST}, hull = must;
+    for (uint32_t r = 0; r < nt; r++) {
+        life must = root_must(ix, p, r), hull = must;
         if (p->tensors[r].root == r) {
-            uint8_t fl = p->root_flags[r];
-            if (fl & TLSAN_TENSOR_INPUT)
-                must.first = must.last = -1;
-            if (fl & TLSAN_TENSOR_OUTPUT) {
-                must.first = min32(must.first, n);
-                must.last = n;
-            }
-            hull = must;
             for (uint32_t a = ix->start[r]; a < ix->start[r + 1]; a++) {
                 int32_t s = (int32_t)ix->op[a];
                 hull.first = min32(hull.first, s);
                 hull.last = max32(hull.last, s);
-                if (!(ix->rw[a] & ACC_COND)) {
-                    must.first = min32(must.first, s);
-                    must.last = max32(must.last, s);
-                }
             }
             for (uint32_t a = ix->start[r]; a < ix->start[r + 1]; a++) {
                 uint32_t l = plan_op_loop(p, ix->op[a]);
@@ -193,7 +199,6 @@ int access_index_build(access_index *ix, const tlsan_plan *p)
                     ix->rw[a] |= ACC_RELEVANT;
             }
         }
-        ix->must[r] = must;
         ix->hull[r] = hull;
     }
     free(last);

@@ -45,7 +45,6 @@ typedef struct access_index {
     uint8_t *rw;     /* ACC_* bits of each access */
     life *hull;      /* per root: union of its lifetimes over all paths (loop rule included
                         conservatively: every loop it touches is assumed carried) */
-    life *must;      /* per root: span of its unconditional accesses and flags */
     /* The conditional ops: a bit per step, and per word of 64 steps how many are before it,
      * so that counting those before a step is a word lookup and a popcount (0.2 bytes per
      * op instead of a 4-byte prefix count). */
@@ -66,6 +65,11 @@ static inline uint32_t cond_ops_before(const access_index *ix, uint32_t step)
     uint64_t below = ix->cond_bits[step / 64] & ((UINT64_C(1) << (step % 64)) - 1);
     return ix->cond_rank[step / 64] + (uint32_t)__builtin_popcountll(below);
 }
+
+/* The span of a root's unconditional accesses and flags (step -1 for an input, n_ops for an
+ * output): its lifetime on every path contains it. Empty for a view. Computed from the
+ * index (it is read rarely: not kept per tensor). */
+life root_must(const access_index *ix, const tlsan_plan *p, uint32_t r);
 
 /* Builds the index for a finalized plan. 0 on success, -1 when out of memory (the index is
  * then freed). */

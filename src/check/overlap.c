@@ -4,18 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A treap node per root taking part, indexed by its rank among them (the roots in index
- * order); the key (start offset, rank) and the end offset are read from the root's record,
- * so a node is 16 bytes, and a plan's views cost the sweep nothing. */
+/* A treap node per root taking part, indexed by the order in which the sweep inserts it
+ * (the roots by first step); the key (start offset, tensor index) and the end offset are read
+ * from the root's record, and the priority is computed from that order, so a node is 16
+ * bytes and nothing else is kept per node, and a plan's views cost the sweep nothing. */
 typedef struct tnode {
     uint64_t max_end;     /* largest end offset in this subtree */
-    uint32_t left, right; /* ranks of the children, NO_INDEX for none */
+    uint32_t left, right; /* children, NO_INDEX for none */
 } tnode;
 
 typedef struct treap {
     tnode *n;
-    uint32_t *prio;
-    const uint32_t *root; /* rank -> tensor index */
+    const uint32_t *root; /* node -> tensor index */
     const tensor_rec *t;
     uint32_t *stack;
 } treap;
@@ -25,10 +25,23 @@ static inline const tensor_rec *rec(const treap *tr, uint32_t x)
     return &tr->t[tr->root[x]];
 }
 
+/* Roots are inserted in ascending tensor index among equal first steps, so the index breaks
+ * ties of the start offset as the root's rank among the participants would. */
 static inline bool key_less(const treap *tr, uint32_t a, uint32_t b)
 {
     uint64_t sa = rec(tr, a)->offset_bytes, sb = rec(tr, b)->offset_bytes;
-    return sa < sb || (sa == sb && a < b);
+    return sa < sb || (sa == sb && tr->root[a] < tr->root[b]);
+}
+
+/* The priority of the node inserted i-th: the (i+1)-th value of splitmix64 from a fixed seed
+ * (its state after k steps is seed + k * the increment), so runs are reproducible and no
+ * priority is stored. */
+static inline uint32_t prio(uint32_t i)
+{
+    uint64_t z = 0x746c73616eull + ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z ^ (z >> 31));
 }
 
 static void pull(treap *tr, uint32_t x)
@@ -66,7 +79,7 @@ static uint32_t merge(treap *tr, uint32_t l, uint32_t r)
     if (r == NO_INDEX)
         return l;
     tnode *n = tr->n;
-    if (tr->prio[l] > tr->prio[r]) {
+    if (prio(l) > prio(r)) {
         n[l].right = merge(tr, n[l].right, r);
         pull(tr, l);
         return l;
@@ -165,63 +178,65 @@ static uint32_t *participants(const tlsan_plan *p, const access_index *ix, size_
     return roots;
 }
 
-/* splitmix64: a fixed-seed priority stream keeps runs reproducible. */
-static uint32_t next_prio(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (uint32_t)(z ^ (z >> 31));
-}
-
 int overlap_live_pairs(const tlsan_plan *p, const access_index *ix, overlap_pair_fn fn, void *ctx)
 {
     int rc = -1;
     size_t n = 0;
     uint32_t *roots = participants(p, ix, &n);
-    uint32_t *by_first = NULL, *by_last = NULL, *tree_of_arena = NULL;
+    uint32_t *ins = NULL, *by_last = NULL, *node_of_rank = NULL, *tree_of_arena = NULL;
     const life *hull = ix->hull;
-    treap tr = {.t = p->tensors, .root = roots};
+    treap tr = {.t = p->tensors};
     if (!roots)
         goto out;
-    /* The sorts and the treap work on ranks (ascending with the root's index, so equal keys
-     * keep the order the roots' own sort gives them). */
-    by_first = sort_by_step(p, roots, n, hull, false, true);
+    /* The sorts work on ranks (ascending with the root's index, so equal keys keep the order
+     * the roots' own sort gives them); the treap on the order of insertion: ins[i] is the
+     * root inserted i-th, by_last the nodes in the order they leave. */
+    ins = sort_by_step(p, roots, n, hull, false, true);
     by_last = sort_by_step(p, roots, n, hull, true, true);
+    node_of_rank = malloc((n ? n : 1) * sizeof *node_of_rank);
+    if (!ins || !by_last || !node_of_rank)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        node_of_rank[ins[i]] = (uint32_t)i;
+        ins[i] = roots[ins[i]];
+    }
+    for (size_t j = 0; j < n; j++)
+        by_last[j] = node_of_rank[by_last[j]];
+    free(node_of_rank);
+    node_of_rank = NULL;
+    free(roots);
+    roots = NULL;
+    tr.root = ins;
     tr.n = malloc((n ? n : 1) * sizeof *tr.n);
-    tr.prio = malloc((n ? n : 1) * sizeof *tr.prio);
     tr.stack = malloc((n ? n : 1) * sizeof *tr.stack);
     tree_of_arena = malloc((p->n_arenas ? p->n_arenas : 1) * sizeof *tree_of_arena);
-    if (!by_first || !by_last || !tr.n || !tr.prio || !tr.stack || !tree_of_arena)
+    if (!tr.n || !tr.stack || !tree_of_arena)
         goto out;
     for (size_t a = 0; a < p->n_arenas; a++)
         tree_of_arena[a] = NO_INDEX;
-    uint64_t seed = 0x746c73616eull;
     size_t j = 0;
     rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        uint32_t r = by_first[i];
-        int32_t first = hull[roots[r]].first;
+    for (uint32_t x = 0; x < n && rc == 0; x++) {
+        int32_t first = hull[ins[x]].first;
         /* Closed intervals: a root leaves only once its last step is before this first. */
-        while (j < n && hull[roots[by_last[j]]].last < first) {
+        while (j < n && hull[ins[by_last[j]]].last < first) {
             uint32_t d = by_last[j++];
             uint32_t a = rec(&tr, d)->arena;
             tree_of_arena[a] = erase(&tr, tree_of_arena[a], d);
         }
-        const tensor_rec *t = rec(&tr, r);
-        tnode *x = &tr.n[r];
-        x->max_end = root_end(t);
-        x->left = x->right = NO_INDEX;
-        tr.prio[r] = next_prio(&seed);
-        rc = query(&tr, tree_of_arena[t->arena], t->offset_bytes, x->max_end, r, fn, ctx);
-        tree_of_arena[t->arena] = insert(&tr, tree_of_arena[t->arena], r);
+        const tensor_rec *t = rec(&tr, x);
+        tnode *nx = &tr.n[x];
+        nx->max_end = root_end(t);
+        nx->left = nx->right = NO_INDEX;
+        rc = query(&tr, tree_of_arena[t->arena], t->offset_bytes, nx->max_end, x, fn, ctx);
+        tree_of_arena[t->arena] = insert(&tr, tree_of_arena[t->arena], x);
     }
 out:
     free(roots);
-    free(by_first);
+    free(ins);
     free(by_last);
+    free(node_of_rank);
     free(tr.n);
-    free(tr.prio);
     free(tr.stack);
     free(tree_of_arena);
     return rc;
@@ -350,40 +365,56 @@ out:
 
 /* A range-max tree over segments: raise [lo, hi) to at least v, ask the largest over
  * [lo, hi). A node's tag was raised over its whole range; mx is the largest in its subtree
- * (its tag included), so nothing is ever pushed down. */
+ * (its tag included), so nothing is ever pushed down. Bottom-up, without recursion: a range
+ * is covered by O(log N) nodes, and every node above them whose range holds a point of the
+ * range lies above one of its two end leaves. */
 typedef struct max_tree {
     uint32_t *tag, *mx;
     size_t size; /* leaves, a power of two */
 } max_tree;
 
-static void tree_raise(max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi,
-                       uint32_t v)
+static void tree_raise(max_tree *t, size_t lo, size_t hi, uint32_t v)
 {
-    if (hi <= nl || nr <= lo)
+    if (lo >= hi)
         return;
-    if (t->mx[node] < v)
-        t->mx[node] = v;
-    if (lo <= nl && nr <= hi) {
-        if (t->tag[node] < v)
-            t->tag[node] = v;
-        return;
+    for (size_t l = lo + t->size, r = hi + t->size; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+            t->tag[l] = t->tag[l] < v ? v : t->tag[l];
+            t->mx[l] = t->mx[l] < v ? v : t->mx[l];
+            l++;
+        }
+        if (r & 1) {
+            r--;
+            t->tag[r] = t->tag[r] < v ? v : t->tag[r];
+            t->mx[r] = t->mx[r] < v ? v : t->mx[r];
+        }
     }
-    size_t mid = nl + (nr - nl) / 2;
-    tree_raise(t, 2 * node, nl, mid, lo, hi, v);
-    tree_raise(t, 2 * node + 1, mid, nr, lo, hi, v);
+    for (size_t x = (lo + t->size) / 2; x > 0 && t->mx[x] < v; x /= 2)
+        t->mx[x] = v;
+    for (size_t x = (hi - 1 + t->size) / 2; x > 0 && t->mx[x] < v; x /= 2)
+        t->mx[x] = v;
 }
 
-static uint32_t tree_max(const max_tree *t, size_t node, size_t nl, size_t nr, size_t lo, size_t hi)
+static uint32_t tree_max(const max_tree *t, size_t lo, size_t hi)
 {
-    if (hi <= nl || nr <= lo)
+    uint32_t m = 0;
+    if (lo >= hi)
         return 0;
-    if (lo <= nl && nr <= hi)
-        return t->mx[node];
-    size_t mid = nl + (nr - nl) / 2;
-    uint32_t a = tree_max(t, 2 * node, nl, mid, lo, hi);
-    uint32_t b = tree_max(t, 2 * node + 1, mid, nr, lo, hi);
-    uint32_t m = a > b ? a : b;
-    return m > t->tag[node] ? m : t->tag[node];
+    for (size_t l = lo + t->size, r = hi + t->size; l < r; l /= 2, r /= 2) {
+        if (l & 1) {
+            m = t->mx[l] > m ? t->mx[l] : m;
+            l++;
+        }
+        if (r & 1) {
+            r--;
+            m = t->mx[r] > m ? t->mx[r] : m;
+        }
+    }
+    for (size_t x = (lo + t->size) / 2; x > 0; x /= 2)
+        m = t->tag[x] > m ? t->tag[x] : m;
+    for (size_t x = (hi - 1 + t->size) / 2; x > 0; x /= 2)
+        m = t->tag[x] > m ? t->tag[x] : m;
+    return m;
 }
 
 int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_chains,
@@ -424,10 +455,9 @@ int overlap_max_sweep(const tlsan_plan *p, const access_index *ix, uint32_t n_ch
             for (; j < n && ix->hull[by_last[j]].last < first; j++) {
                 uint32_t e = by_last[j], v = done(ctx, e, chain);
                 if (v)
-                    tree_raise(&t, 1, 0, t.size, seg[2 * e], seg[2 * e + 1], v);
+                    tree_raise(&t, seg[2 * e], seg[2 * e + 1], v);
             }
-            if (!failed[l] &&
-                tree_max(&t, 1, 0, t.size, seg[2 * l], seg[2 * l + 1]) > bound(ctx, l, chain))
+            if (!failed[l] && tree_max(&t, seg[2 * l], seg[2 * l + 1]) > bound(ctx, l, chain))
                 failed[l] = 1;
         }
     }

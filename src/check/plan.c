@@ -109,8 +109,9 @@ uint64_t plan_needed_bytes(const tlsan_plan *p, const tensor_rec *t)
     /* Elements times bits, rounded up to whole bytes over the whole tensor; saturate so
      * an absurd shape reads as "needs more than any byte count". */
     uint64_t elems = 1;
-    for (uint32_t i = 0; i < t->n_shape; i++) {
-        uint64_t d = p->shape_pool.v[t->shape_start + i];
+    uint32_t rank = plan_shape_rank(p, t);
+    for (uint32_t i = 0; i < rank; i++) {
+        uint64_t d = plan_shape_dim(p, t, i);
         if (d == 0)
             return 0;
         if (elems > UINT64_MAX / d)
@@ -132,6 +133,7 @@ tlsan_plan *tlsan_plan_create(void)
         return NULL;
     strtab_init(&p->strings);
     p->name = STRTAB_NONE;
+    p->last_arena_ref = p->last_stream_ref = STRTAB_NONE;
     p->schedule = TLSAN_SCHEDULE_SEQUENTIAL;
     return p;
 }
@@ -148,6 +150,7 @@ void tlsan_plan_free(tlsan_plan *p)
     free(p->ops);
     free(p->id_pool.v);
     free(p->shape_pool.v);
+    free(p->shape_wide.v);
     free(p->arena_by_name.v);
     free(p->tensor_by_name.v);
     free(p->op_by_name.v);
@@ -187,6 +190,19 @@ tlsan_status tlsan_plan_set_schedule(tlsan_plan *p, tlsan_schedule schedule)
     return TLSAN_OK;
 }
 
+const tensor_extra *plan_tensor_extra(const tlsan_plan *p, uint32_t index)
+{
+    size_t lo = 0, hi = p->n_extras;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->extras[mid].tensor <= index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &p->extras[lo];
+}
+
 uint32_t plan_lookup(const u32vec *by_name, uint32_t name_id)
 {
     if (name_id == STRTAB_NONE || name_id >= by_name->n)
@@ -218,6 +234,14 @@ static int intern_opt(tlsan_plan *p, const char *s, uint32_t *out)
     }
     *out = strtab_intern_cstr(&p->strings, s);
     return *out == STRTAB_NONE ? -1 : 0;
+}
+
+/* Interns s, reusing *last when s is that string; *last becomes its id. */
+static uint32_t intern_same(tlsan_plan *p, uint32_t *last, const char *s)
+{
+    if (*last == STRTAB_NONE || strcmp(strtab_str(&p->strings, *last), s) != 0)
+        *last = strtab_intern_cstr(&p->strings, s);
+    return *last;
 }
 
 /* Appends interned names to the id pool; -1 when out of memory. */
@@ -341,7 +365,7 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
     }
     /* References are kept as name ids until finalize, since JSON may list them later. */
     if (t->arena) {
-        r.arena = strtab_intern_cstr(&p->strings, t->arena);
+        r.arena = intern_same(p, &p->last_arena_ref, t->arena);
         r.view_of = NO_INDEX;
         r.offset_bytes = t->offset_bytes;
         if (r.arena == STRTAB_NONE)
@@ -354,9 +378,8 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             return error_nomem(err);
     }
     r.root = NO_INDEX;
-    r.extra = NO_INDEX;
     if (t->memory || t->alignment_bytes || t->has_lifetime || t->n_stack) {
-        tensor_extra x = {{0, 0}, 0, STRTAB_NONE, 0, 0};
+        tensor_extra x = {{0, 0}, 0, STRTAB_NONE, 0, 0, (uint32_t)i};
         if (intern_opt(p, t->memory, &x.memory) != 0 ||
             push_names(p, t->stack, t->n_stack, &x.stack_start) != 0)
             return error_nomem(err);
@@ -372,18 +395,32 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
         }
         if (vec_reserve_((void **)&p->extras, &p->cap_extras, p->n_extras, 1, sizeof *p->extras))
             return error_nomem(err);
-        r.extra = (uint32_t)p->n_extras;
+        r.flags |= TREC_HAS_EXTRA;
         p->extras[p->n_extras++] = x;
     }
     r.dtype = (uint8_t)t->dtype;
     if (t->dtype != TLSAN_DTYPE_NONE) {
-        if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
-            return error_nomem(err);
-        r.shape_start = (uint32_t)p->shape_pool.n;
-        r.n_shape = (uint32_t)t->n_shape;
-        if (t->n_shape)
-            memcpy(p->shape_pool.v + p->shape_pool.n, t->shape, t->n_shape * sizeof(uint64_t));
-        p->shape_pool.n += t->n_shape;
+        bool wide = t->n_shape > TREC_RANK_MAX;
+        for (size_t k = 0; k < t->n_shape; k++)
+            wide |= t->shape[k] > UINT32_MAX;
+        if (wide) {
+            r.flags |= TREC_WIDE_SHAPE;
+            if (p->shape_wide.n + t->n_shape + 1 > UINT32_MAX ||
+                VEC_RESERVE(p->shape_wide, t->n_shape + 1))
+                return error_nomem(err);
+            r.shape_start = (uint32_t)p->shape_wide.n;
+            p->shape_wide.v[p->shape_wide.n++] = t->n_shape;
+            memcpy(p->shape_wide.v + p->shape_wide.n, t->shape, t->n_shape * sizeof(uint64_t));
+            p->shape_wide.n += t->n_shape;
+        } else {
+            r.rank = (uint16_t)t->n_shape;
+            if (p->shape_pool.n + t->n_shape > UINT32_MAX || VEC_RESERVE(p->shape_pool, t->n_shape))
+                return error_nomem(err);
+            r.shape_start = (uint32_t)p->shape_pool.n;
+            for (size_t k = 0; k < t->n_shape; k++)
+                p->shape_pool.v[p->shape_pool.n + k] = (uint32_t)t->shape[k];
+            p->shape_pool.n += t->n_shape;
+        }
     }
     if (vec_reserve_((void **)&p->tensors, &p->cap_tensors, p->n_tensors, 1, sizeof *p->tensors) ||
         set_lookup(&p->tensor_by_name, r.name, (uint32_t)i) != 0)
@@ -457,9 +494,8 @@ tlsan_status tlsan_plan_add_op(tlsan_plan *p, const tlsan_op_desc *o, tlsan_erro
     op_extra x = {STRTAB_NONE, 0, 0, 0, 0, 0, 0, 0, 0};
     r.sync = (uint8_t)o->sync;
     r.extra = NO_INDEX;
-    uint32_t stream;
-    if (intern_opt(p, o->stream ? o->stream : "main", &stream) != 0 ||
-        intern_opt(p, o->loop, &x.loop) != 0 ||
+    uint32_t stream = intern_same(p, &p->last_stream_ref, o->stream ? o->stream : "main");
+    if (stream == STRTAB_NONE || intern_opt(p, o->loop, &x.loop) != 0 ||
         intern_opt(p, o->sync == TLSAN_SYNC_RECORD || o->sync == TLSAN_SYNC_WAIT ? o->event : NULL,
                    &r.event) != 0)
         return error_nomem(err);
@@ -635,6 +671,7 @@ static void shrink_to_fit(tlsan_plan *p)
     SHRINK(p->arenas, p->n_arenas, p->cap_arenas);
     SHRINK(p->id_pool.v, p->id_pool.n, p->id_pool.cap);
     SHRINK(p->shape_pool.v, p->shape_pool.n, p->shape_pool.cap);
+    SHRINK(p->shape_wide.v, p->shape_wide.n, p->shape_wide.cap);
     SHRINK(p->strings.chars, p->strings.chars_len, p->strings.chars_cap);
 #undef SHRINK
     /* Names of arenas and ops are only looked up while building. */

@@ -26,30 +26,39 @@ typedef struct arena_rec {
 enum {
     TREC_HAS_LIFETIME = 1u << 3,
     TREC_HAS_ALIGNMENT = 1u << 4,
+    /* a shape of an extent past 2^32-1 or of more than TREC_RANK_MAX extents: its rank and
+     * extents are in plan->shape_wide */
+    TREC_WIDE_SHAPE = 1u << 5,
+    TREC_HAS_EXTRA = 1u << 6, /* a tensor_extra in plan->extras */
 };
 
+#define TREC_RANK_MAX UINT16_MAX
+
+/* 48 bytes: a views-heavy plan has about two records per storage root. */
 typedef struct tensor_rec {
     uint32_t name;
     uint32_t arena;   /* arena index for a root; NO_INDEX for a view (before finalize: name id) */
     uint32_t view_of; /* base tensor index for a view; NO_INDEX for a root (before: name id) */
     uint32_t root;    /* storage root index (itself for a root), set by finalize */
-    uint32_t extra;   /* index of its tensor_extra, NO_INDEX when it has none */
-    uint8_t flags;    /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
-    uint8_t dtype;    /* tlsan_dtype */
-    uint8_t pad[2];
+    uint32_t shape_start; /* into plan->shape_pool (plan->shape_wide with TREC_WIDE_SHAPE) */
+    uint8_t flags;        /* TLSAN_TENSOR_* | TREC_* as given on this tensor */
+    uint8_t dtype;        /* tlsan_dtype */
+    uint16_t rank;        /* number of extents, without TREC_WIDE_SHAPE: plan_shape_rank() */
     uint64_t bytes;
-    uint64_t offset_bytes;         /* root: in its arena; view: view_offset from its base */
-    uint64_t abs_offset_bytes;     /* set by finalize: first byte within the root's arena */
-    uint32_t shape_start, n_shape; /* into plan->shape_pool */
+    uint64_t offset_bytes;     /* root: in its arena; view: view_offset from its base */
+    uint64_t abs_offset_bytes; /* set by finalize: first byte within the root's arena */
 } tensor_rec;
+_Static_assert(sizeof(tensor_rec) == 48, "a field added to tensor_rec costs every tensor");
 
 /* The fields few tensors carry live beside the records, so that a plan of a million
- * tensors does not pay 36 bytes each for them. */
+ * tensors does not pay 36 bytes each for them; in tensor order (TREC_HAS_EXTRA: found by
+ * binary search on `tensor`). */
 typedef struct tensor_extra {
     int64_t lifetime[2];           /* declared lifetime (TREC_HAS_LIFETIME) */
     uint64_t alignment_bytes;      /* own alignment (TREC_HAS_ALIGNMENT), else 0 */
     uint32_t memory;               /* strtab id or STRTAB_NONE */
     uint32_t stack_start, n_stack; /* into plan->id_pool (strtab ids) */
+    uint32_t tensor;               /* the tensor's index */
 } tensor_extra;
 
 /* An op; its stream is plan->op_stream[index]. */
@@ -131,12 +140,21 @@ struct tlsan_plan {
     op_rec *ops;
     size_t n_ops, cap_ops;
 
-    u32vec id_pool;    /* tensor/op indices, strtab ids, cond pairs */
-    u64vec shape_pool; /* shape extents */
+    u32vec id_pool; /* tensor/op indices, strtab ids, cond pairs */
+    /* Shape extents: 4 bytes each, as almost every extent fits (half the memory of the
+     * shapes of a views-heavy plan); a tensor with a larger extent has all of its own in
+     * shape_wide. Read them with plan_shape_dim(). */
+    u32vec shape_pool;
+    u64vec shape_wide; /* per wide shape: its rank, then its extents */
 
     /* Where each tensor and op object begins in the file it was read from. */
     plan_src tensor_src, op_src;
     u32vec src_pairs;
+
+    /* The arena name of the last root added and the stream of the last op (strtab ids or
+     * STRTAB_NONE): consecutive records mostly name the same one, and a name that is not
+     * numbered is interned by hashing it (strtab.h). */
+    uint32_t last_arena_ref, last_stream_ref;
 
     /* Name lookups: strtab id -> index + 1 (0 = none), grown with the string table. */
     u32vec arena_by_name, tensor_by_name, op_by_name;
@@ -164,11 +182,28 @@ static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
     return id == STRTAB_NONE ? NULL : strtab_str(&p->strings, id);
 }
 
-/* The rare fields of a tensor (a shared all-absent record when it has none). */
+/* The tensor_extra of tensor `index` (which has TREC_HAS_EXTRA). */
+const tensor_extra *plan_tensor_extra(const tlsan_plan *p, uint32_t index);
+
+/* The rare fields of tensor t, a record of p->tensors (a shared all-absent record when it has
+ * none). */
 static inline const tensor_extra *tensor_x(const tlsan_plan *p, const tensor_rec *t)
 {
-    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0};
-    return t->extra == NO_INDEX ? &none : &p->extras[t->extra];
+    static const tensor_extra none = {{0, 0}, 0, STRTAB_NONE, 0, 0, NO_INDEX};
+    return (t->flags & TREC_HAS_EXTRA) ? plan_tensor_extra(p, (uint32_t)(t - p->tensors)) : &none;
+}
+
+/* The number of extents of tensor t's shape. */
+static inline uint32_t plan_shape_rank(const tlsan_plan *p, const tensor_rec *t)
+{
+    return (t->flags & TREC_WIDE_SHAPE) ? (uint32_t)p->shape_wide.v[t->shape_start] : t->rank;
+}
+
+/* Extent k (0 .. plan_shape_rank()-1) of tensor t's shape. */
+static inline uint64_t plan_shape_dim(const tlsan_plan *p, const tensor_rec *t, uint32_t k)
+{
+    return (t->flags & TREC_WIDE_SHAPE) ? p->shape_wide.v[t->shape_start + 1 + k]
+                                        : p->shape_pool.v[t->shape_start + k];
 }
 
 /* The name (strtab id) of the stream of op `op`. */

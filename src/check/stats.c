@@ -132,7 +132,8 @@ int stats_compute(const tlsan_plan *p, const access_index *ix, path_state *ps, i
         } while (path_next(ps, set));
     } else {
         approx = true;
-        memcpy(lives, ix->must, (p->n_tensors ? p->n_tensors : 1) * sizeof *lives);
+        for (uint32_t t = 0; t < p->n_tensors; t++)
+            lives[t] = root_must(ix, p, t);
         trim_inplace(p, lives);
         if (live_peaks(p, lives, peak) != 0)
             goto out;

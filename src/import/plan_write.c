@@ -170,8 +170,8 @@ static void put_tensor(writer *w, const tensor_rec *t)
         put_str(w, tlsan_dtype_name((tlsan_dtype)t->dtype));
         put_str(w, "shape");
         open_array(w);
-        for (uint32_t k = 0; k < t->n_shape; k++)
-            put_int(w, (int64_t)p->shape_pool.v[t->shape_start + k]);
+        for (uint32_t k = 0; k < plan_shape_rank(p, t); k++)
+            put_int(w, (int64_t)plan_shape_dim(p, t, k));
         close_array(w);
     }
     put_stack(w, tensor_x(p, t)->stack_start, tensor_x(p, t)->n_stack);

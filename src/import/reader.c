@@ -236,6 +236,13 @@ typedef struct reader {
      * the last entry), so that a key is compared with one or two names, not all */
     uint64_t fields_by_first[128];
     uint64_t fields_by_len[FIELD_LEN_CLASSES];
+    /* The last dtype read, by its text: most tensors of a plan share one or two */
+    char dtype_text[8];
+    size_t dtype_len; /* 0: none yet */
+    tlsan_dtype dtype;
+    /* The string value being read holds a NUL (\u0000): cb_string() found it not valid text,
+     * which every other string is, so get_str() need not scan it again */
+    bool str_nul;
     yajl_alloc_funcs af;
     reader_options opt;
     yajl_handle h;
@@ -606,9 +613,9 @@ static bool get_count(reader *r, vkind vk, const char *s, size_t len, const char
     return FAIL_VALUE(r, "%s: %s", range_what, d);
 }
 
-static bool check_text(reader *r, const char *s, size_t len, const char *label)
+static bool check_text(reader *r, const char *label)
 {
-    if (memchr(s, '\0', len))
+    if (r->str_nul)
         return FAIL_VALUE(r, "'%s' contains a NUL character (\\u0000); names are C strings here",
                           label);
     return true;
@@ -622,7 +629,7 @@ static bool get_str(reader *r, vkind vk, const char *s, size_t len, const char *
         return FAIL_VALUE(r, "'%s' must be a string, not %s", label, vkind_names[vk]);
     if (nonempty && len == 0)
         return FAIL_VALUE(r, "'%s' must be a non-empty string", label);
-    if (!check_text(r, s, len, label))
+    if (!check_text(r, label))
         return false;
     obj *o = &r->o;
     if (RGROW(r, o->chars, o->cap_chars, o->n_chars, len + 1) != 0)
@@ -896,12 +903,19 @@ static bool tensor_key(reader *r, frame *f, vkind vk, const char *s, size_t len,
     case F_DTYPE: {
         if (vk != V_STR)
             return FAIL_VALUE(r, "'dtype' must be a string, not %s", vkind_names[vk]);
-        char name[8];
         tlsan_dtype d = TLSAN_DTYPE_NONE;
-        if (len < sizeof name && !memchr(s, '\0', len)) {
+        if (len > 0 && len == r->dtype_len && memcmp(s, r->dtype_text, len) == 0) {
+            d = r->dtype;
+        } else if (len < sizeof r->dtype_text && !memchr(s, '\0', len)) {
+            char name[sizeof r->dtype_text];
             memcpy(name, s, len);
             name[len] = '\0';
             d = tlsan_dtype_from_name(name);
+            if (d != TLSAN_DTYPE_NONE) {
+                memcpy(r->dtype_text, s, len);
+                r->dtype_len = len;
+                r->dtype = d;
+            }
         }
         if (d == TLSAN_DTYPE_NONE)
             return FAIL_VALUE(r, "unknown dtype '%.*s'", (int)(len > 64 ? 64 : len), s);
@@ -1334,9 +1348,11 @@ static int cb_number(void *ctx, const char *s, size_t len)
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
     /* \u0000 gets its own message from the value's use (names are C strings) */
-    if (!utf8_valid_text((const char *)s, len) && !memchr(s, '\0', len))
-        return FAIL_VALUE((reader *)ctx, "a string that is not valid UTF-8 (an overlong "
-                                         "form, a surrogate or a code point past U+10FFFF)"),
+    reader *r = ctx;
+    r->str_nul = !utf8_valid_text((const char *)s, len);
+    if (r->str_nul && !memchr(s, '\0', len))
+        return FAIL_VALUE(r, "a string that is not valid UTF-8 (an overlong form, a surrogate or "
+                             "a code point past U+10FFFF)"),
                0;
     return on_value(ctx, V_STR, (const char *)s, len, false);
 }

@@ -487,8 +487,8 @@ static void gen_plan_json(report_gen *j, const view_model *m, const char *label)
             continue;
         }
         report_gen_open_array(j);
-        for (uint32_t k = 0; k < tr->n_shape; k++)
-            report_gen_u64(j, p->shape_pool.v[tr->shape_start + k]);
+        for (uint32_t k = 0; k < plan_shape_rank(p, tr); k++)
+            report_gen_u64(j, plan_shape_dim(p, tr, k));
         report_gen_close_array(j);
     }
     report_gen_close_array(j);

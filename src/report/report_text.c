@@ -291,8 +291,8 @@ static void put_layout_details(text_out *o, const tlsan_plan *p, const tlsan_fin
     case TLSAN_KIND_SIZE_MISMATCH: {
         uint64_t need = plan_needed_bytes(p, tr);
         put(o, "  dtype %s, shape [", tlsan_dtype_name((tlsan_dtype)tr->dtype));
-        for (uint32_t k = 0; k < tr->n_shape; k++)
-            put(o, "%s%" PRIu64, k ? ", " : "", p->shape_pool.v[tr->shape_start + k]);
+        for (uint32_t k = 0; k < plan_shape_rank(p, tr); k++)
+            put(o, "%s%" PRIu64, k ? ", " : "", plan_shape_dim(p, tr, k));
         put(o, "]: needs %" PRIu64 " bytes, has %" PRIu64 " (%" PRIu64 " short)\n", need, tr->bytes,
             need > tr->bytes ? need - tr->bytes : 0);
         break;

@@ -210,11 +210,11 @@ static bool e_from_plan(const tlsan_plan *p, e_plan *e)
         d->lifetime[0] = tensor_x(p, r)->lifetime[0];
         d->lifetime[1] = tensor_x(p, r)->lifetime[1];
         d->dtype = (tlsan_dtype)r->dtype;
-        if (r->n_shape > E_MAX)
+        if (plan_shape_rank(p, r) > E_MAX)
             return false;
-        for (uint32_t i = 0; i < r->n_shape; i++)
-            e->tensors[t].shape[i] = p->shape_pool.v[r->shape_start + i];
-        d->n_shape = r->n_shape;
+        for (uint32_t i = 0; i < plan_shape_rank(p, r); i++)
+            e->tensors[t].shape[i] = plan_shape_dim(p, r, i);
+        d->n_shape = plan_shape_rank(p, r);
     }
     e->n_ops = p->n_ops;
     for (size_t k = 0; k < p->n_ops; k++) {

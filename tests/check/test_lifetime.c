@@ -32,8 +32,9 @@ static void index_merges_views(void **state)
     assert_int_equal(ix.op[ix.start[r] + 1], 1);
     assert_int_equal(ix.rw[ix.start[r] + 1], ACC_READ | ACC_WRITE);
     /* the output flag of vv holds for r: live to step n = 2 */
-    assert_int_equal(ix.must[r].first, 0);
-    assert_int_equal(ix.must[r].last, 2);
+    assert_int_equal(root_must(&ix, p, r).first, 0);
+    assert_int_equal(root_must(&ix, p, r).last, 2);
+    assert_true(life_empty(root_must(&ix, p, tcheck_tensor(p, "v"))));
     assert_int_equal(p->tensors[tcheck_tensor(p, "vv")].abs_offset_bytes, 64 + 64 + 32);
     access_index_free(&ix);
     tlsan_plan_free(p);

@@ -241,10 +241,9 @@ static void assert_same_plan(const tlsan_plan *a, const tlsan_plan *b)
             assert_int_equal(tensor_x(a, x)->lifetime[1], tensor_x(b, y)->lifetime[1]);
         }
         assert_int_equal(x->dtype, y->dtype);
-        assert_int_equal(x->n_shape, y->n_shape);
-        for (uint32_t k = 0; k < x->n_shape; k++)
-            assert_int_equal(a->shape_pool.v[x->shape_start + k],
-                             b->shape_pool.v[y->shape_start + k]);
+        assert_int_equal(plan_shape_rank(a, x), plan_shape_rank(b, y));
+        for (uint32_t k = 0; k < plan_shape_rank(a, x); k++)
+            assert_int_equal(plan_shape_dim(a, x, k), plan_shape_dim(b, y, k));
         same_refs(a, tensor_x(a, x)->stack_start, tensor_x(a, x)->n_stack, b,
                   tensor_x(b, y)->stack_start, tensor_x(b, y)->n_stack, REF_STRING);
     }

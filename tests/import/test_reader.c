@@ -228,9 +228,9 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(x->bytes, 4096);
     assert_int_equal(x->flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT), TLSAN_TENSOR_INPUT);
     assert_int_equal(x->dtype, TLSAN_DTYPE_F16);
-    assert_int_equal(x->n_shape, 2);
-    assert_int_equal(p->shape_pool.v[x->shape_start], 2);
-    assert_int_equal(p->shape_pool.v[x->shape_start + 1], 1024);
+    assert_int_equal(plan_shape_rank(p, x), 2);
+    assert_int_equal(plan_shape_dim(p, x, 0), 2);
+    assert_int_equal(plan_shape_dim(p, x, 1), 1024);
     assert_int_equal(tensor_x(p, x)->n_stack, 2);
     assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start]), "m.py:3");
     assert_string_equal(plan_str(p, p->id_pool.v[tensor_x(p, x)->stack_start + 1]), "m.py:1");
@@ -251,7 +251,7 @@ static void test_values_land_in_model(void **state)
     assert_int_equal(hv->flags & TLSAN_TENSOR_OUTPUT, TLSAN_TENSOR_OUTPUT);
 
     assert_int_equal(u->dtype, TLSAN_DTYPE_U4);
-    assert_int_equal(u->n_shape, 0);
+    assert_int_equal(plan_shape_rank(p, u), 0);
     assert_int_equal(u->flags & (TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT),
                      TLSAN_TENSOR_INPUT | TLSAN_TENSOR_OUTPUT);
 
@@ -297,6 +297,82 @@ static void test_values_land_in_model(void **state)
     tlsan_plan_free(p);
 }
 
+/* The plan of the n bytes of json, which must read without an error. */
+static tlsan_plan *read_ok(const char *json, size_t n, const char *name)
+{
+    tlsan_plan *p = NULL;
+    tlsan_error err;
+    assert_int_equal(tlsan_plan_read_buffer(json, n, name, &p, &err), TLSAN_OK);
+    return p;
+}
+
+/* Extents past 2^32-1 keep their exact value (a tensor with one keeps all of its own in
+ * 8-byte entries) beside the 4-byte ones of every other tensor. */
+static void test_wide_shape_extents(void **state)
+{
+    (void)state;
+    static const char plan[] =
+        "{\"tlsan_plan\": 1, \"arenas\": [{\"name\": \"a\", \"bytes\": 4096}],\n"
+        " \"tensors\": [\n"
+        "  {\"name\": \"s\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 0,"
+        " \"dtype\": \"u8\", \"shape\": [2, 4]},\n"
+        "  {\"name\": \"w\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 64,"
+        " \"dtype\": \"u8\", \"shape\": [3, 4294967296, 4294967295]},\n"
+        "  {\"name\": \"t\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 128,"
+        " \"dtype\": \"u8\", \"shape\": [4294967295, 0]},\n"
+        "  {\"name\": \"v\", \"bytes\": 8, \"arena\": \"a\", \"offset\": 192,"
+        " \"dtype\": \"u8\", \"shape\": [4294967297]}\n"
+        " ],\n"
+        " \"ops\": []}\n";
+    tlsan_plan *p = read_ok(plan, strlen(plan), "wide");
+    const tensor_rec *s = &p->tensors[0], *w = &p->tensors[1], *t = &p->tensors[2];
+    assert_int_equal(plan_shape_rank(p, s), 2);
+    assert_int_equal(plan_shape_dim(p, s, 0), 2);
+    assert_int_equal(plan_shape_dim(p, s, 1), 4);
+    assert_int_equal(plan_shape_rank(p, w), 3);
+    assert_int_equal(plan_shape_dim(p, w, 0), 3);
+    assert_int_equal(plan_shape_dim(p, w, 1), UINT64_C(4294967296));
+    assert_int_equal(plan_shape_dim(p, w, 2), UINT64_C(4294967295));
+    assert_int_equal(plan_shape_rank(p, t), 2);
+    assert_int_equal(plan_shape_dim(p, t, 0), UINT64_C(4294967295));
+    assert_int_equal(plan_shape_dim(p, t, 1), 0);
+    assert_int_equal(plan_needed_bytes(p, s), 8);
+    /* 3 * 2^32 * (2^32-1) elements: past 2^64-1 bytes, saturated */
+    assert_int_equal(plan_needed_bytes(p, w), UINT64_MAX);
+    assert_int_equal(plan_needed_bytes(p, t), 0);
+    assert_int_equal(plan_needed_bytes(p, &p->tensors[3]), UINT64_C(4294967297));
+    tlsan_plan_free(p);
+}
+
+/* A shape of more extents than a record's rank field holds keeps them all. */
+static void test_high_rank_shape(void **state)
+{
+    (void)state;
+    enum { RANK = TREC_RANK_MAX + 2 };
+    static const char head[] = "{\"tlsan_plan\": 1, \"arenas\": [{\"name\": \"a\", \"bytes\": "
+                               "64}], \"ops\": [], \"tensors\": [{\"name\": \"s\", \"bytes\": 2,"
+                               " \"arena\": \"a\", \"offset\": 0, \"dtype\": \"u8\", \"shape\": [";
+    size_t cap = sizeof head + 2 * RANK + 16, n = 0;
+    char *json = malloc(cap);
+    assert_non_null(json);
+    memcpy(json, head, sizeof head - 1);
+    n = sizeof head - 1;
+    for (int k = 0; k < RANK; k++) {
+        json[n++] = k == RANK - 1 ? '2' : '1';
+        json[n++] = k == RANK - 1 ? ']' : ',';
+    }
+    memcpy(json + n, "}]}", 3);
+    n += 3;
+    tlsan_plan *p = read_ok(json, n, "rank");
+    const tensor_rec *s = &p->tensors[0];
+    assert_int_equal(plan_shape_rank(p, s), RANK);
+    assert_int_equal(plan_shape_dim(p, s, 0), 1);
+    assert_int_equal(plan_shape_dim(p, s, RANK - 1), 2);
+    assert_int_equal(plan_needed_bytes(p, s), 2);
+    tlsan_plan_free(p);
+    free(json);
+}
+
 /* Numbers are exact 64-bit integers, and the largest and smallest values are accepted. */
 static void test_integer_limits(void **state)
 {
@@ -305,9 +381,7 @@ static void test_integer_limits(void **state)
                        "9223372036854775807, \"alignment\": 9223372036854775807}], "
                        "\"tensors\": [{\"name\": \"t\", \"bytes\": 0, \"arena\": \"a\", "
                        "\"offset\": 9223372036854775807, \"lifetime\": [-1, -0]}], \"ops\": []}";
-    tlsan_plan *p = NULL;
-    tlsan_error err;
-    assert_int_equal(tlsan_plan_read_buffer(json, strlen(json), "lim", &p, &err), TLSAN_OK);
+    tlsan_plan *p = read_ok(json, strlen(json), "lim");
     assert_int_equal(p->arenas[0].alignment_bytes, INT64_MAX);
     assert_int_equal(p->tensors[0].offset_bytes, INT64_MAX);
     assert_int_equal(tensor_x(p, &p->tensors[0])->lifetime[0], -1);
@@ -636,7 +710,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_cases_parse),        cmocka_unit_test(test_values_land_in_model),
-        cmocka_unit_test(test_integer_limits),         cmocka_unit_test(test_invalid_corpus),
+        cmocka_unit_test(test_integer_limits),         cmocka_unit_test(test_wide_shape_extents),
+        cmocka_unit_test(test_high_rank_shape),        cmocka_unit_test(test_invalid_corpus),
         cmocka_unit_test(test_positions_across_lines), cmocka_unit_test(test_entry_points),
         cmocka_unit_test(test_fault_injection),        cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_object_sources),

@@ -68,6 +68,17 @@ expect_eq "$err" "" "libc-names: no report"
 # the nothrow, array and sized forms reach them through their defaults, natively and under
 # the shim (whose own forms once served those from its heap: that block reached the pool's
 # delete, which aborts).
+# sampled_quiet MODE SECONDS WANT: prog_robust MODE under sample_rate=1, stopped after SECONDS
+# (a hang is 124), exits 0, prints WANT and reports nothing.
+sampled_quiet() {
+    TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" timeout "$2" "$prog" "$1" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "$1 (sample_rate=1)"
+    expect_eq "$(cat "$tmp/out")" "$3" "$1 (sample_rate=1): as natively"
+    expect_eq "$(cat "$tmp/err")" "" "$1 (sample_rate=1): no report"
+}
+
 # as_natively PROG WHAT WANT: PROG prints WANT natively, and the same under the shim (defaults
 # and every block sampled), with status 0 and no report.
 as_natively() {
@@ -119,12 +130,7 @@ done
 # and retried it for ever (a hang: 124 under timeout); it goes to the program's handler now.
 native=$("$prog" sampled-protect 2>&1)
 expect_eq "$native" "sampled-protect ok" "sampled-protect natively"
-TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" timeout 60 "$prog" sampled-protect \
-    >"$tmp/out" 2>"$tmp/err"
-rc=$?
-expect_rc 0 "sampled-protect (sample_rate=1)"
-expect_eq "$(cat "$tmp/out")" "$native" "sampled-protect (sample_rate=1): as natively"
-expect_eq "$(cat "$tmp/err")" "" "sampled-protect (sample_rate=1): no report"
+sampled_quiet sampled-protect 60 "$native"
 
 # Little address space (ulimit -v): the shim's own mappings are small and grow as needed,
 # and when the real allocator fails the quarantine is emptied and the request retried, so a
@@ -232,12 +238,7 @@ done
 
 # A handler asking a sampled block's usable size while its thread holds the pool's lock (a
 # signal storm over 20,000 allocations, every block sampled): it once spun for ever there.
-TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" timeout 120 "$prog" usable-storm \
-    >"$tmp/out" 2>"$tmp/err"
-rc=$?
-expect_rc 0 "usable-storm (sample_rate=1)"
-expect_eq "$(cat "$tmp/out")" "usable-storm ok" "usable-storm (sample_rate=1)"
-expect_eq "$(cat "$tmp/err")" "" "usable-storm (sample_rate=1): no report"
+sampled_quiet usable-storm 120 "usable-storm ok"
 
 # A program that closes every fd from 3 up and puts its own file on the numbers: the shim's
 # trace and log fds are gone; the shim notices before resizing or cutting the trace file and

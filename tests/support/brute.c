@@ -514,14 +514,14 @@ static bool needed_bytes(const brute *b, uint32_t t, uint64_t *need)
 {
     const tensor_rec *r = &b->p->tensors[t];
     uint64_t bits = element_bits(tlsan_dtype_name((tlsan_dtype)r->dtype));
-    for (uint32_t i = 0; i < r->n_shape; i++)
-        if (b->p->shape_pool.v[r->shape_start + i] == 0) {
+    for (uint32_t i = 0; i < plan_shape_rank(b->p, r); i++)
+        if (plan_shape_dim(b->p, r, i) == 0) {
             *need = 0;
             return true;
         }
     uint64_t total_bits = bits;
-    for (uint32_t i = 0; i < r->n_shape; i++) {
-        uint64_t d = b->p->shape_pool.v[r->shape_start + i];
+    for (uint32_t i = 0; i < plan_shape_rank(b->p, r); i++) {
+        uint64_t d = plan_shape_dim(b->p, r, i);
         if (total_bits > UINT64_MAX / d)
             return false;
         total_bits *= d;
@@ -828,9 +828,8 @@ void brute_plan_dump(const tlsan_plan *p, FILE *out)
                     (long long)tensor_x(p, r)->lifetime[1]);
         if (r->dtype != TLSAN_DTYPE_NONE) {
             fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", tlsan_dtype_name(r->dtype));
-            for (uint32_t i = 0; i < r->n_shape; i++)
-                fprintf(out, "%s%llu", i ? ", " : "",
-                        (unsigned long long)p->shape_pool.v[r->shape_start + i]);
+            for (uint32_t i = 0; i < plan_shape_rank(p, r); i++)
+                fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)plan_shape_dim(p, r, i));
             fputc(']', out);
         }
         fputc('}', out);
