@@ -75,22 +75,10 @@ compare() {
     summary=$(tail -n 1 "$tmp/s.err")
     sed '$d' "$tmp/s.err" >"$tmp/s.err.prog"
     if [ "$nrc" = "$src" ]; then ok; else bad "$name: exit status $src under tlsan, $nrc natively"; fi
-    if cmp -s "$tmp/n.out" "$tmp/s.out"; then ok; else
-        bad "$name: stdout differs"
-        diff "$tmp/n.out" "$tmp/s.out" | head -n 20
-    fi
-    if cmp -s "$tmp/n.err" "$tmp/s.err.prog"; then ok; else
-        bad "$name: stderr differs"
-        diff "$tmp/n.err" "$tmp/s.err.prog" | head -n 20
-    fi
-    if cmp -s "$tmp/n.list" "$tmp/s.list"; then ok; else
-        bad "$name: the directory holds other files"
-        diff "$tmp/n.list" "$tmp/s.list" | head -n 20
-    fi
-    if cmp -s "$tmp/n.sums" "$tmp/s.sums"; then ok; else
-        bad "$name: files have other bytes"
-        diff "$tmp/n.sums" "$tmp/s.sums" | head -n 20
-    fi
+    expect_same_file "$tmp/n.out" "$tmp/s.out" "$name: stdout differs"
+    expect_same_file "$tmp/n.err" "$tmp/s.err.prog" "$name: stderr differs"
+    expect_same_file "$tmp/n.list" "$tmp/s.list" "$name: the directory holds other files"
+    expect_same_file "$tmp/n.sums" "$tmp/s.sums" "$name: files have other bytes"
     expect_in "$summary" "tlsan: run: no findings" "$name: tlsan run's summary"
 }
 

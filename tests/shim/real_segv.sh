@@ -59,14 +59,8 @@ same() {
         expect_eq "$rc" "$nrc" "$name ($mode): the native exit status"
         normalize "$tmp/s.out" >"$tmp/x.out"
         normalize "$tmp/s.err" >"$tmp/x.err"
-        if cmp -s "$tmp/n.out" "$tmp/x.out"; then ok; else
-            bad "$name ($mode): stdout differs"
-            diff "$tmp/n.out" "$tmp/x.out" | head -n 10
-        fi
-        if cmp -s "$tmp/n.err" "$tmp/x.err"; then ok; else
-            bad "$name ($mode): stderr differs"
-            diff "$tmp/n.err" "$tmp/x.err" | head -n 10
-        fi
+        expect_same_file "$tmp/n.out" "$tmp/x.out" "$name ($mode): stdout differs"
+        expect_same_file "$tmp/n.err" "$tmp/x.err" "$name ($mode): stderr differs"
     done
 }
 

@@ -104,6 +104,14 @@ wait_for_line() {
 expect_eq() {
     if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1', want '$2'"; fi
 }
+# expect_same_file WANT GOT WHAT: the two files hold the same bytes (else their first
+# differences are shown).
+expect_same_file() {
+    if cmp -s "$1" "$2"; then ok; else
+        bad "$3"
+        diff "$1" "$2" | head -n 20
+    fi
+}
 # expect_in TEXT PART WHAT
 expect_in() {
     case "$1" in
