@@ -18,15 +18,14 @@ bool utf8_valid_text(const char *str, size_t len)
                 break;
             i += 8;
         }
+        /* the rest byte by byte, up to the next byte that is not ASCII (or is NUL) */
+        while (i < len && (unsigned)s[i] - 1u < 0x7Fu)
+            i++;
         if (i >= len)
             break;
         unsigned c = s[i];
         if (c == 0)
             return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
         /* Table 3-7 of the Unicode Standard: the well-formed byte sequences. */
         size_t n;
         unsigned lo = 0x80, hi = 0xBF;

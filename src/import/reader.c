@@ -527,6 +527,16 @@ static int add_key(reader *r, frame *f, const char *s, size_t len)
     return 0;
 }
 
+/* Whether n bytes at a and b are equal: a field name is a few bytes, which a loop compares
+ * in fewer instructions than a call to memcmp (1.9 % of views' instructions went there). */
+static bool same_bytes(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t len)
 {
     if (len == 0)
@@ -545,7 +555,7 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
                           r->fields_by_len[len < FIELD_LEN_CLASSES ? len : FIELD_LEN_CLASSES - 1];
     for (; candidates; candidates &= candidates - 1) {
         int f = __builtin_ctzll(candidates);
-        if (r->field_len[f] == len && memcmp(field_names[f], s, len) == 0)
+        if (r->field_len[f] == len && same_bytes(field_names[f], s, len))
             return (field)f;
     }
     return F_UNKNOWN;
@@ -556,23 +566,27 @@ static field lookup_field(const reader *r, ctx_kind kind, const char *s, size_t 
 enum { NUM_INT, NUM_FRACTION, NUM_BIG };
 
 /* Classifies a JSON number literal; stores an integer that fits int64 in *out. One pass: a
- * plan holds a number or two per tensor. */
+ * plan holds a number or two per tensor. yajl hands over only well-formed literals, so the
+ * first byte that is not a digit (after the sign) starts a fraction or an exponent. */
 static int parse_int(const char *s, size_t len, int64_t *out)
 {
     bool neg = len > 0 && s[0] == '-';
     uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     uint64_t v = 0;
-    bool big = false;
-    for (size_t i = neg; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '.' || c == 'e' || c == 'E')
+    size_t i = neg;
+    /* 18 digits cannot reach the limit: only longer numbers are checked digit by digit */
+    size_t unchecked = len - i < 18 ? len : i + 18;
+    for (; i < unchecked; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
             return NUM_FRACTION;
-        uint64_t d = (uint64_t)(c - '0');
-        /* 18 digits cannot reach the limit: only longer numbers are checked digit by digit */
-        if (i - neg < 18) {
-            v = v * 10 + d;
-            continue;
-        }
+        v = v * 10 + d;
+    }
+    bool big = false;
+    for (; i < len; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9)
+            return NUM_FRACTION;
         if (big || v > (limit - d) / 10) {
             big = true; /* still looking for a fraction or exponent */
             continue;
