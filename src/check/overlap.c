@@ -410,10 +410,15 @@ static uint32_t tree_max(const max_tree *t, size_t lo, size_t hi)
             m = t->mx[r] > m ? t->mx[r] : m;
         }
     }
-    for (size_t x = (lo + t->size) / 2; x > 0; x /= 2)
-        m = t->tag[x] > m ? t->tag[x] : m;
-    for (size_t x = (hi - 1 + t->size) / 2; x > 0; x /= 2)
-        m = t->tag[x] > m ? t->tag[x] : m;
+    /* the tags above the two end leaves, once each: the paths meet at their common
+     * ancestor and share every node above it */
+    size_t a = (lo + t->size) / 2, b = (hi - 1 + t->size) / 2;
+    for (; a != b; a /= 2, b /= 2) {
+        m = t->tag[a] > m ? t->tag[a] : m;
+        m = t->tag[b] > m ? t->tag[b] : m;
+    }
+    for (; a > 0; a /= 2)
+        m = t->tag[a] > m ? t->tag[a] : m;
     return m;
 }
 

@@ -372,7 +372,10 @@ tlsan_status tlsan_plan_add_tensor(tlsan_plan *p, const tlsan_tensor_desc *t, tl
             return error_nomem(err);
     } else {
         r.arena = NO_INDEX;
-        r.view_of = strtab_intern_cstr(&p->strings, t->view_of);
+        /* a view is most often one of the tensor just before it (a chain of reshapes and
+         * permutes): its id is then that tensor's name, with no lookup */
+        uint32_t prev = p->n_tensors ? p->tensors[p->n_tensors - 1].name : STRTAB_NONE;
+        r.view_of = intern_same(p, &prev, t->view_of);
         r.offset_bytes = t->view_offset_bytes;
         if (r.view_of == STRTAB_NONE)
             return error_nomem(err);
