@@ -971,10 +971,16 @@ static void guarded_fault(void **state)
     heap_free(p, at_free, 0);
     unsigned frees = g_real_frees;
     uint64_t reported = report_count();
+    /* The access's own stack is not captured: symbolizing it in the handler needs more than
+     * the small alternate stack a sanitizer build runs it on. */
+    struct shim_options *o = shim_opts_mut();
+    unsigned depth = o->stack_depth;
+    o->stack_depth = 0;
     struct sigaction cmocka;
     assert_int_equal(sigaction(SIGSEGV, &g_shim_segv, &cmocka), 0);
     ((volatile unsigned char *)p)[100] = 7;
     sigaction(SIGSEGV, &cmocka, NULL);
+    o->stack_depth = depth;
     assert_int_equal(report_count(), reported + 1);
     const char *r = reports();
     char want[256];
@@ -984,8 +990,8 @@ static void guarded_fault(void **state)
              (void *)(p + 100), n, (void *)p);
     assert_non_null(strstr(r, want));
     char stacks[256];
-    snprintf(stacks, sizeof stacks, "%s%s", stack_text("freed here", 0x6660),
-             stack_text("allocated here", 0x5550) + 1);
+    snprintf(stacks, sizeof stacks, "\nwritten here:\n    (no stack)%s%s",
+             stack_text("freed here", 0x6660), stack_text("allocated here", 0x5550) + 1);
     assert_non_null(strstr(r, stacks));
     assert_int_equal(p[100], 7);
     /* Not verified any more, the tail page (filled, never guarded) included. */
