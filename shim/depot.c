@@ -2,11 +2,18 @@
  *
  * Stacks are captured with unw_backtrace (libunwind's fast path, which caches each code
  * address's unwind rule; about 40-70 ns for a short stack; an unw_step loop costs much more),
- * and interned
- * by their hash. Storage is mmap'd: an open-addressing table of ids keyed by hash and an
- * index id -> record (reserved once, MAP_NORESERVE, about 5 MiB of address space), and the
- * records, bump-allocated in 1 MiB chunks mapped as needed. Records never move or change once
- * published, so lookups are lock-free (acquire loads); inserts take one lock. */
+ * and interned by their hash. Storage is mmap'd: an open-addressing table of ids keyed by
+ * hash, an index id -> record (reserved once, MAP_NORESERVE, 3 MiB of address space, touched
+ * in id order), and the records, bump-allocated in 1 MiB chunks mapped as needed. Records
+ * never move or change once published, so lookups are lock-free (acquire loads); inserts
+ * take one lock.
+ *
+ * The hash table starts at 16 KiB and doubles when three quarters full. It was 2 MiB from the
+ * start, and since hashes land anywhere, each new stack touched a new page of it: a short
+ * program (bash -c true, a few hundred stacks) paid about 250 page faults, a fifth of its
+ * run under the shim. A reader holding an older table only misses there, and a miss is
+ * looked up again under the lock in the current one; so old tables are never unmapped (all
+ * of them together are smaller than the last). */
 #include "depot.h"
 #include "lock.h"
 #include "modules.h"
@@ -22,8 +29,9 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
-#define DEPOT_SLOTS       (1u << 19)
-#define DEPOT_MAX_IDS     (DEPOT_SLOTS / 4 * 3)
+#define DEPOT_SLOTS0      (1u << 12) /* the hash table's first size (16 KiB) */
+#define DEPOT_SLOTS_MAX   (1u << 19) /* and its last: 2 MiB */
+#define DEPOT_MAX_IDS     (DEPOT_SLOTS_MAX / 4 * 3)
 #define DEPOT_CHUNK_BYTES ((size_t)1 << 20)
 #define DEPOT_MAX_CHUNKS  256u
 
@@ -34,7 +42,13 @@ struct record {
     uintptr_t frames[];
 };
 
-static _Atomic uint32_t *g_slots;         /* hash slot -> id (0 empty) */
+/* The hash table: slot -> id (0 empty). */
+struct table {
+    uint32_t mask; /* slots - 1 */
+    _Atomic uint32_t slot[];
+};
+
+static _Atomic(struct table *) g_table;
 static _Atomic(struct record *) *g_index; /* id -> record */
 static char *g_chunk; /* records are bump-allocated in 1 MiB chunks, mapped as needed */
 static size_t g_chunk_used;
@@ -67,9 +81,13 @@ static int ensure_mapped(void)
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
     if (st)
         return st > 0;
-    g_slots = map(DEPOT_SLOTS * sizeof *g_slots);
+    struct table *t = map(sizeof *t + DEPOT_SLOTS0 * sizeof t->slot[0]);
     g_index = map((DEPOT_MAX_IDS + 1) * sizeof *g_index);
-    if (!g_slots || !g_index) {
+    if (t) {
+        t->mask = DEPOT_SLOTS0 - 1;
+        atomic_store_explicit(&g_table, t, memory_order_release);
+    }
+    if (!t || !g_index) {
         atomic_store_explicit(&g_state, -1, memory_order_release);
         return 0;
     }
@@ -83,11 +101,12 @@ static int same(const struct record *r, uint64_t hash, const uintptr_t *frames, 
            memcmp(r->frames, frames, n * sizeof *frames) == 0;
 }
 
-/* Looks the stack up; returns its id or 0, and the first empty slot probed in *empty. */
-static uint32_t lookup(uint64_t hash, const uintptr_t *frames, unsigned n, uint32_t *empty)
+/* Looks the stack up in t; returns its id or 0, and the first empty slot probed in *empty. */
+static uint32_t lookup(const struct table *t, uint64_t hash, const uintptr_t *frames, unsigned n,
+                       uint32_t *empty)
 {
-    for (uint32_t i = (uint32_t)hash & (DEPOT_SLOTS - 1);; i = (i + 1) & (DEPOT_SLOTS - 1)) {
-        uint32_t id = atomic_load_explicit(&g_slots[i], memory_order_acquire);
+    for (uint32_t i = (uint32_t)hash & t->mask;; i = (i + 1) & t->mask) {
+        uint32_t id = atomic_load_explicit(&t->slot[i], memory_order_acquire);
         if (id == 0) {
             *empty = i;
             return 0;
@@ -96,6 +115,26 @@ static uint32_t lookup(uint64_t hash, const uintptr_t *frames, unsigned n, uint3
         if (same(r, hash, frames, n))
             return id;
     }
+}
+
+/* The table twice as big, every id in it (lock held); the current one when mapping fails.
+ * No table is filled beyond three quarters, so every probe ends at an empty slot. */
+static struct table *grow(struct table *t)
+{
+    uint32_t slots = (t->mask + 1) * 2;
+    struct table *g = map(sizeof *g + slots * sizeof g->slot[0]);
+    if (!g)
+        return t;
+    g->mask = slots - 1;
+    for (uint32_t id = 1; id < g_next_id; id++) {
+        const struct record *r = atomic_load_explicit(&g_index[id], memory_order_relaxed);
+        uint32_t i = (uint32_t)r->hash & g->mask;
+        while (atomic_load_explicit(&g->slot[i], memory_order_relaxed))
+            i = (i + 1) & g->mask;
+        atomic_store_explicit(&g->slot[i], id, memory_order_relaxed);
+    }
+    atomic_store_explicit(&g_table, g, memory_order_release);
+    return g;
 }
 
 uint32_t depot_put(const uintptr_t *frames, unsigned n_frames)
@@ -109,7 +148,8 @@ uint32_t depot_put(const uintptr_t *frames, unsigned n_frames)
     uint64_t hash = XXH3_64bits(frames, n_frames * sizeof *frames);
     uint32_t empty, id;
     if (atomic_load_explicit(&g_state, memory_order_acquire) > 0) {
-        id = lookup(hash, frames, n_frames, &empty);
+        id = lookup(atomic_load_explicit(&g_table, memory_order_acquire), hash, frames, n_frames,
+                    &empty);
         if (id)
             return id;
     }
@@ -118,13 +158,21 @@ uint32_t depot_put(const uintptr_t *frames, unsigned n_frames)
         shim_lock_drop(&g_lock);
         return 0;
     }
-    /* Again under the lock: another thread may have inserted it meanwhile. */
-    id = lookup(hash, frames, n_frames, &empty);
+    /* Again under the lock, in the current table: another thread may have inserted it
+     * meanwhile, or grown the table. */
+    struct table *t = atomic_load_explicit(&g_table, memory_order_relaxed);
+    id = lookup(t, hash, frames, n_frames, &empty);
     if (id)
         goto out;
     size_t bytes = (sizeof(struct record) + n_frames * sizeof *frames + 7) & ~(size_t)7;
     if (g_next_id > DEPOT_MAX_IDS)
         goto out; /* full: id 0, the finding just has no stack */
+    if ((uint64_t)g_next_id * 4 > (uint64_t)(t->mask + 1) * 3) {
+        struct table *g = t->mask + 1 < DEPOT_SLOTS_MAX ? grow(t) : t;
+        if (g == t)
+            goto out; /* no room (mmap failed): id 0, as when full */
+        lookup(t = g, hash, frames, n_frames, &empty); /* not there: where it goes */
+    }
     if (!g_chunk || g_chunk_used + bytes > DEPOT_CHUNK_BYTES) {
         if (g_n_chunks >= DEPOT_MAX_CHUNKS || !(g_chunk = map(DEPOT_CHUNK_BYTES)))
             goto out;
@@ -138,7 +186,7 @@ uint32_t depot_put(const uintptr_t *frames, unsigned n_frames)
     r->id = id = g_next_id++;
     memcpy(r->frames, frames, n_frames * sizeof *frames);
     atomic_store_explicit(&g_index[id], r, memory_order_release);
-    atomic_store_explicit(&g_slots[empty], id, memory_order_release);
+    atomic_store_explicit(&t->slot[empty], id, memory_order_release);
 out:
     shim_lock_drop(&g_lock);
     return id;

@@ -89,7 +89,7 @@ static bool tally_trace(tally *ty, const char *path)
     tlsan_error err = {0};
     if (trace_read_file(path, &t, &err) != TLSAN_OK) {
         char buf[1200];
-        fprintf(stderr, "tlsan: run: cannot read the trace %s: %s\n", path,
+        fprintf(stderr, "tlsan: run: cannot read the trace %s\n",
                 tlsan_error_format(&err, buf, sizeof buf));
         return false;
     }

@@ -415,7 +415,6 @@ static tlsan_status decode_record(decoder *d, unsigned tag, cursor *c)
 tlsan_status trace_read_buffer(const void *data, size_t n_bytes, const char *label,
                                trace_data **out, tlsan_error *err)
 {
-    (void)label;
     *out = NULL;
     const unsigned char *p = data;
     tlsan_status st = TLSAN_OK;
@@ -488,6 +487,7 @@ tlsan_status trace_read_buffer(const void *data, size_t n_bytes, const char *lab
     return TLSAN_OK;
 fail:
     trace_data_free(t);
+    snprintf(err->file, sizeof err->file, "%s", label ? label : "");
     return st;
 }
 
@@ -499,13 +499,16 @@ tlsan_status trace_read_file(const char *path, trace_data **out, tlsan_error *er
     FILE *f = fopen(path, "rb");
     if (!f) {
         error_failf(err, "", "cannot open: %s", strerror(errno));
+        snprintf(err->file, sizeof err->file, "%s", path);
         return TLSAN_ERR_IO;
     }
     /* A trace is a file: a device or a FIFO could feed bytes without end. */
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return error_fail(err, "not a regular file", "%s", "offset 0");
+        error_fail(err, "not a regular file", "%s", "offset 0");
+        snprintf(err->file, sizeof err->file, "%s", path);
+        return TLSAN_ERR_INVALID;
     }
     size_t cap = 1 << 16, n = 0;
     buf = malloc(cap);
@@ -530,6 +533,7 @@ tlsan_status trace_read_file(const char *path, trace_data **out, tlsan_error *er
     }
     if (ferror(f)) {
         error_failf(err, "", "cannot read: %s", strerror(errno));
+        snprintf(err->file, sizeof err->file, "%s", path);
         st = TLSAN_ERR_IO;
         goto done;
     }

@@ -57,9 +57,10 @@ typedef struct trace_data trace_data;
 
 /* Reads and decodes a trace file. On TLSAN_OK *out owns everything (free with
  * trace_data_free). Errors: TLSAN_ERR_IO (err->what has the reason), TLSAN_ERR_INVALID (not a
- * trace, unknown version, a malformed record; err->where = "offset N"), TLSAN_ERR_NOMEM. */
+ * trace, unknown version, a malformed record; err->where = "offset N"), TLSAN_ERR_NOMEM;
+ * err->file is the path on every error but TLSAN_ERR_NOMEM. */
 tlsan_status trace_read_file(const char *path, trace_data **out, tlsan_error *err);
-/* Same from memory (copied); `label` names it in errors. */
+/* Same from memory (copied); `label` names it in errors (err->file). */
 tlsan_status trace_read_buffer(const void *data, size_t n_bytes, const char *label,
                                trace_data **out, tlsan_error *err);
 void trace_data_free(trace_data *t);

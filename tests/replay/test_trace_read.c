@@ -1,11 +1,15 @@
 /* Tests of trace_read: decoding hand-written traces, and refusing broken ones. */
+#include "support/mutate.h"
 #include "support/tracegen.h"
+#include "replay/replay.h"
 #include "replay/trace_read.h"
+#include "tlsan/check.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -233,12 +237,69 @@ static void test_file_errors(void **state)
     assert_string_equal(err.what, "not a regular file");
 }
 
+/* ---- hostile bytes: any trace decodes (a cut one marked truncated) or is refused ---- */
+
+typedef struct tally {
+    size_t full;
+    size_t decoded, refused, replayed;
+} tally;
+
+static void try_variant(const uint8_t *b, size_t n, const char *what, void *ctx)
+{
+    tally *c = ctx;
+    trace_data *t = NULL;
+    tlsan_error err;
+    memset(&err, 0, sizeof err);
+    tlsan_status st = trace_read_buffer(b, n, "t", &t, &err);
+    if (st == TLSAN_ERR_INVALID) {
+        if (strcmp(err.file, "t") != 0 || !err.what[0])
+            fail_msg("%s: refused without naming the file or the fault", what);
+        c->refused++;
+        return;
+    }
+    if (st != TLSAN_OK)
+        fail_msg("%s: status %s", what, tlsan_status_name(st));
+    if (n < c->full && !trace_truncated(t))
+        fail_msg("%s: a cut trace is not marked truncated", what);
+    c->decoded++;
+    tlsan_plan *plan = NULL;
+    st = replay_build(t, "run", false, NULL, &plan, &err);
+    if (st == TLSAN_OK) {
+        tlsan_report *report = NULL;
+        tlsan_check_options opt = {.max_paths = 64};
+        if (tlsan_check(plan, &opt, &report) != TLSAN_OK)
+            fail_msg("%s: replayed, but the check failed", what);
+        tlsan_report_free(report);
+        tlsan_plan_free(plan);
+        c->replayed++;
+    } else if (st != TLSAN_ERR_INVALID || !err.what[0]) {
+        fail_msg("%s: replay gave %s", what, tlsan_status_name(st));
+    }
+    trace_data_free(t);
+}
+
+static void test_hostile_variants(void **state)
+{
+    (void)state;
+    tracegen g = {0};
+    build_run(&g);
+    tally c = {g.n, 0, 0, 0};
+    mutate_plan mp = {.max_cuts = SIZE_MAX, .flips = 4000, .swaps = 4000, .seed = 0x7ace};
+    size_t tried = mutate_each(g.buf, g.n, &mp, try_variant, &c);
+    printf("%zu variants of a %zu-byte trace: %zu decoded (%zu replayed), %zu refused\n", tried,
+           g.n, c.decoded, c.replayed, c.refused);
+    assert_int_equal(c.decoded + c.refused, tried);
+    assert_true(c.replayed > 0);
+    tg_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decodes_a_run),  cmocka_unit_test(test_header_of_other_machines),
-        cmocka_unit_test(test_crash_prefix),   cmocka_unit_test(test_unknown_tag_skipped),
-        cmocka_unit_test(test_refuses_broken), cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_decodes_a_run),    cmocka_unit_test(test_header_of_other_machines),
+        cmocka_unit_test(test_crash_prefix),     cmocka_unit_test(test_unknown_tag_skipped),
+        cmocka_unit_test(test_refuses_broken),   cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_hostile_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

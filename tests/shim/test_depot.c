@@ -132,11 +132,24 @@ static void format(void **state)
     assert_string_equal(text, want);
 }
 
+/* Enough stacks that the hash table (4,096 slots at first) doubles three times while four
+ * threads intern the same ones at once. */
+#define MANY 20000u
+
+static void many_frames(unsigned i, uintptr_t f[4])
+{
+    f[0] = 0x100000 + i;
+    f[1] = 0x200000 + i;
+    f[2] = 0x300000;
+    f[3] = i % 7;
+}
+
 static void *intern_many(void *arg)
 {
     uint32_t *ids = arg;
-    for (unsigned i = 0; i < 2000; i++) {
-        uintptr_t f[4] = {0x100000 + i, 0x200000 + i, 0x300000, i % 7};
+    for (unsigned i = 0; i < MANY; i++) {
+        uintptr_t f[4];
+        many_frames(i, f);
         ids[i] = depot_put(f, 4);
     }
     return NULL;
@@ -145,18 +158,25 @@ static void *intern_many(void *arg)
 static void concurrent(void **state)
 {
     (void)state;
-    static uint32_t ids[4][2000];
+    static uint32_t ids[4][MANY];
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&t[i], NULL, intern_many, ids[i]), 0);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
-    for (unsigned i = 0; i < 2000; i++) {
+    for (unsigned i = 0; i < MANY; i++) {
         assert_int_not_equal(ids[0][i], 0);
         for (int k = 1; k < 4; k++)
             assert_int_equal(ids[k][i], ids[0][i]);
         if (i)
             assert_int_not_equal(ids[0][i], ids[0][i - 1]);
+        /* the record is the stack, and the grown table finds it again */
+        uintptr_t f[4];
+        many_frames(i, f);
+        const uintptr_t *got;
+        assert_int_equal(depot_get(ids[0][i], &got), 4);
+        assert_memory_equal(got, f, sizeof f);
+        assert_int_equal(depot_put(f, 4), ids[0][i]);
     }
 }
 
