@@ -1,7 +1,7 @@
 /* libFuzzer target of the ExecuTorch importer: any bytes are a .pte. The importer must
  * return a plan per method or refuse with TLSAN_ERR_INVALID, and a plan it returns must be
  * checkable; a crash, a sanitizer report or another status is a bug. */
-#include "tlsan/check.h"
+#include "fuzz_check.h"
 #include "tlsan/executorch.h"
 
 #include <stdint.h>
@@ -18,13 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tlsan_import_executorch_buffer(data, size, "fuzz.pte", NULL, &plans, &n, &err);
     if (st != TLSAN_OK && st != TLSAN_ERR_INVALID)
         abort();
-    for (size_t i = 0; i < n; i++) {
-        tlsan_report *report = NULL;
-        tlsan_check_options opt = {.max_paths = 64};
-        if (tlsan_check(plans[i], &opt, &report) != TLSAN_OK)
-            abort();
-        tlsan_report_free(report);
-    }
+    for (size_t i = 0; i < n; i++)
+        fuzz_check_plan(plans[i]);
     tlsan_executorch_plans_free(plans, n);
     return 0;
 }

@@ -1,7 +1,7 @@
 /* libFuzzer target of the TVM importer: any bytes are a TVM graph JSON. The importer must
  * return a plan or refuse with TLSAN_ERR_INVALID and an error naming the file; a plan it
  * returns must be checkable. A crash, a sanitizer report or another outcome is a bug. */
-#include "tlsan/check.h"
+#include "fuzz_check.h"
 #include "tlsan/tvm.h"
 
 #include <stdint.h>
@@ -22,11 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (st != TLSAN_OK || !plan)
         abort();
-    tlsan_report *report = NULL;
-    tlsan_check_options opt = {.max_paths = 64};
-    if (tlsan_check(plan, &opt, &report) != TLSAN_OK)
-        abort();
-    tlsan_report_free(report);
+    fuzz_check_plan(plan);
     tlsan_plan_free(plan);
     return 0;
 }

@@ -22,17 +22,35 @@
 
 #include <cmocka.h>
 
+/* An importer of JSON bytes: a plan reader gives a plan or a cache, the TVM importer a plan. */
+typedef tlsan_status (*importer)(const uint8_t *b, size_t n, const char *label, tlsan_plan **plan,
+                                 tlsan_cache **cache, tlsan_error *err);
+
+static tlsan_status read_plan_file(const uint8_t *b, size_t n, const char *label, tlsan_plan **plan,
+                                   tlsan_cache **cache, tlsan_error *err)
+{
+    return tlsan_read_buffer((const char *)b, n, label, plan, cache, err);
+}
+
+static tlsan_status import_tvm(const uint8_t *b, size_t n, const char *label, tlsan_plan **plan,
+                               tlsan_cache **cache, tlsan_error *err)
+{
+    *cache = NULL;
+    return tlsan_import_tvm_buffer((const char *)b, n, label, plan, err);
+}
+
 typedef struct tally {
+    importer import;
     const char *name;
-    size_t whole; /* a valid case's bytes up to its last that is not white space; else 0 */
-    FILE *sink;
+    size_t whole; /* a valid file's bytes up to its last that is not white space; else 0 */
+    FILE *sink;   /* where a plan's report is written in every format */
     size_t read, refused;
 } tally;
 
 static void render(const tlsan_report *r, FILE *sink)
 {
     report_text_options text = {0};
-    const char *label = "case.json";
+    const char *label = "in.json";
     assert_int_equal(report_write_text(r, label, &text, sink), 0);
     assert_int_equal(report_write_json(r, label, sink), 0);
     assert_int_equal(report_write_sarif(&r, &label, NULL, 1, sink), 0);
@@ -45,13 +63,13 @@ static void try_variant(const uint8_t *b, size_t n, const char *what, void *ctx)
     tlsan_cache *cache = NULL;
     tlsan_error err;
     memset(&err, 0, sizeof err);
-    tlsan_status st = tlsan_read_buffer((const char *)b, n, "case.json", &plan, &cache, &err);
+    tlsan_status st = t->import(b, n, "in.json", &plan, &cache, &err);
     if (st == TLSAN_ERR_INVALID) {
-        if (strcmp(err.file, "case.json") != 0 || !err.what[0])
+        if (strcmp(err.file, "in.json") != 0 || !err.what[0])
             fail_msg("%s, %s: refused without naming the file or the fault", t->name, what);
         char line[1024];
         tlsan_error_format(&err, line, sizeof line);
-        assert_int_equal(report_write_json_error("case.json", &err, t->sink), 0);
+        assert_int_equal(report_write_json_error("in.json", &err, t->sink), 0);
         t->refused++;
         return;
     }
@@ -72,100 +90,60 @@ static void try_variant(const uint8_t *b, size_t n, const char *what, void *ctx)
     t->read++;
 }
 
-static void corpus_variants(void **state)
+/* The variants of every *.json of `dir` (at least `min_files`), the i-th file's positions
+ * from mp->seed + i. */
+static void folder_variants(const char *dir, size_t min_files, importer import,
+                            const mutate_plan *mp)
 {
-    (void)state;
     char **names;
-    size_t n = corpus_list_json(corpus_own_cases(), &names);
-    assert_true(n > 50);
+    size_t n = corpus_list_json(dir, &names);
+    assert_true(n >= min_files);
     FILE *sink = fopen("/dev/null", "w");
     assert_non_null(sink);
     size_t tried = 0, read = 0, refused = 0;
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", corpus_own_cases(), names[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         char *json = tcheck_slurp(path);
         assert_non_null(json);
         size_t len = strlen(json), whole = len;
         while (whole && strchr(" \t\r\n", json[whole - 1]))
             whole--;
-        /* Only a valid case's cuts must all be refused: an invalid one may be invalid for
+        /* Only a valid file's cuts must all be refused: an invalid one may be invalid for
          * what follows a valid plan (invalid-trailing-value.json). */
         tlsan_plan *plan = NULL;
         tlsan_cache *cache = NULL;
         tlsan_error err;
-        if (tlsan_read_buffer(json, len, "case.json", &plan, &cache, &err) != TLSAN_OK)
+        if (import((const uint8_t *)json, len, "in.json", &plan, &cache, &err) != TLSAN_OK)
             whole = 0;
         tlsan_plan_free(plan);
         tlsan_cache_free(cache);
-        tally t = {names[i], whole, sink, 0, 0};
-        mutate_plan mp = {.max_cuts = 300, .flips = 100, .swaps = 200, .seed = 0x7157a9 + i};
-        tried += mutate_each((const uint8_t *)json, len, &mp, try_variant, &t);
+        tally t = {import, names[i], whole, sink, 0, 0};
+        mutate_plan file_mp = *mp;
+        file_mp.seed += i;
+        tried += mutate_each((const uint8_t *)json, len, &file_mp, try_variant, &t);
         read += t.read;
         refused += t.refused;
         free(json);
     }
     fclose(sink);
-    printf("%zu cases, %zu variants: %zu read, %zu refused\n", n, tried, read, refused);
+    printf("%s: %zu files, %zu variants: %zu read, %zu refused\n", dir, n, tried, read, refused);
     assert_int_equal(read + refused, tried);
     corpus_free_list(names, n);
 }
 
-static void try_tvm_variant(const uint8_t *b, size_t n, const char *what, void *ctx)
+static void corpus_variants(void **state)
 {
-    tally *t = ctx;
-    tlsan_plan *plan = NULL;
-    tlsan_error err;
-    memset(&err, 0, sizeof err);
-    tlsan_status st = tlsan_import_tvm_buffer((const char *)b, n, "graph.json", &plan, &err);
-    if (st == TLSAN_ERR_INVALID) {
-        if (strcmp(err.file, "graph.json") != 0 || !err.what[0])
-            fail_msg("%s, %s: refused without naming the file or the fault", t->name, what);
-        t->refused++;
-        return;
-    }
-    if (st != TLSAN_OK)
-        fail_msg("%s, %s: status %s", t->name, what, tlsan_status_name(st));
-    if (n < t->whole && strncmp(what, "cut", 3) == 0)
-        fail_msg("%s, %s: a truncated graph was imported", t->name, what);
-    tlsan_report *report = NULL;
-    tlsan_check_options opt = {.max_paths = 64};
-    if (tlsan_check(plan, &opt, &report) != TLSAN_OK)
-        fail_msg("%s, %s: imported, but the check failed", t->name, what);
-    tlsan_report_free(report);
-    tlsan_plan_free(plan);
-    t->read++;
+    (void)state;
+    mutate_plan mp = {.max_cuts = 300, .flips = 100, .swaps = 200, .seed = 0x7157a9};
+    folder_variants(corpus_own_cases(), 50, read_plan_file, &mp);
 }
 
 static void tvm_variants(void **state)
 {
     (void)state;
-    char **names;
-    size_t n = corpus_list_json(corpus_own_tvm(), &names);
-    assert_true(n >= 1);
-    size_t tried = 0, read = 0, refused = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", corpus_own_tvm(), names[i]);
-        char *json = tcheck_slurp(path);
-        assert_non_null(json);
-        size_t len = strlen(json), whole = len;
-        while (whole && strchr(" \t\r\n", json[whole - 1]))
-            whole--;
-        tlsan_plan *plan = NULL;
-        tlsan_error err;
-        assert_int_equal(tlsan_import_tvm_buffer(json, len, "graph.json", &plan, &err), TLSAN_OK);
-        tlsan_plan_free(plan);
-        tally t = {names[i], whole, NULL, 0, 0};
-        mutate_plan mp = {.max_cuts = SIZE_MAX, .flips = 2000, .swaps = 4000, .seed = 0x7a3 + i};
-        tried += mutate_each((const uint8_t *)json, len, &mp, try_tvm_variant, &t);
-        read += t.read;
-        refused += t.refused;
-        free(json);
-    }
-    printf("%zu graphs, %zu variants: %zu imported, %zu refused\n", n, tried, read, refused);
-    assert_int_equal(read + refused, tried);
-    corpus_free_list(names, n);
+    mutate_plan mp = {.max_cuts = SIZE_MAX, .flips = 2000, .swaps = 4000, .seed = 0x7a3};
+    folder_variants(corpus_own_tvm(), 1, import_tvm, &mp);
 }
 
 int main(void)
