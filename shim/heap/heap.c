@@ -7,10 +7,25 @@
  *
  * The table is sharded (64 shards by a hash of the address, each an open-addressing table
  * with linear probing and backward-shift deletion, in its own mmap'd array, grown by
- * doubling) so threads freeing at once rarely share a lock. A freed block stays in the
- * table, flagged, while it sits in the quarantine: that is how a double free is told from an
- * invalid one. The quarantine is one FIFO ring of addresses with a byte budget; blocks
- * leaving it are verified (if they were filled) and handed to the real free.
+ * doubling) so threads freeing at once rarely share a lock. The quarantine is one FIFO ring
+ * with a byte budget; blocks leaving it are verified (if they were filled) and handed to the
+ * real free. A ring entry carries all the table knew of its block (size, flags, stacks), and
+ * the block leaves the table when it enters the ring: the table then holds the live blocks
+ * only (about 1,000 on bench/malloc_heavy against 37,000 quarantined ones), small enough to
+ * stay in the cache, and an eviction reads the ring entry it has just popped instead of a
+ * cold table slot. The rare paths that must know a freed block (a double free, a realloc or
+ * malloc_usable_size of a freed pointer, the checks at exit) search the ring.
+ *
+ * One exception keeps a freed block in the table too ("tabled", F_TABLED in its ring entry):
+ * one whose address is the start of the real allocator's block (no left redzone: redzone=0,
+ * or a lite block). A free of such an address that bypasses the shim (a library bound to
+ * glibc's free) is accepted by glibc, which may then hand the address out again while the
+ * block is still in the ring; the table's one entry per address is what keeps the shim from
+ * freeing it for real twice then (the newer block replaces the freed entry, and an eviction
+ * frees only what the table still holds as freed). A block with a left redzone cannot be
+ * handed out again behind the shim's back: glibc reads the sentinel before it as the chunk's
+ * size and aborts ("munmap_chunk(): invalid pointer"). For those the eviction still looks the
+ * address up in the table and never frees it for real while a block is tracked there.
  *
  * A block may sit a few bytes into what the real allocator returned (the left redzone, or a
  * page for a large block so that its pages can be guarded): the table records that offset,
@@ -20,8 +35,10 @@
  * access faults as it would natively, and the SIGSEGV handler here reports it.
  *
  * Locks: a shard lock is never held across a call that may allocate, report or take another
- * lock. The quarantine lock is held alone, except at exit (heap_verify_quarantine), which
- * takes shard locks under it; so the order is quarantine lock, then a shard lock. */
+ * lock. The quarantine lock is held alone, except when a freed block enters the ring (its
+ * entry leaves the table under it) and at exit (heap_verify_quarantine), which take a shard
+ * lock and the guard registry's under it; so the order is the quarantine lock, then a shard
+ * lock or the guard registry's. */
 #include "heap/heap.h"
 #include "deepbind.h"
 #include "depot.h"
@@ -64,8 +81,11 @@
 #define LIVE_SCAN_BATCH 8u    /* damaged blocks collected under the lock, then reported */
 #define GUARD_MAX       1024u /* guarded blocks at once: each may split a mapping in three */
 #define GUARD_VA_FACTOR 64u   /* guarded address space held: this many times the budget */
-/* What a quarantined block costs beyond its bytes: its ring entry, its table slot and stack
- * ids at the table's load of at most a half. */
+/* What a quarantined block costs beyond its bytes. It was its ring entry, its table slot and
+ * stack ids at the table's load of at most a half; the 40-byte ring entry alone is less now,
+ * but the figure is kept so that the budget holds as many blocks as before (the window in
+ * which a write after free or a double free is caught), and so that the cost of keeping
+ * quarantined blocks out of the table was measured at the same window. */
 #define QUARANTINE_META 80u
 
 /* The table's layout, chosen by measurement (bench/malloc_heavy with every check off, where
@@ -101,7 +121,9 @@ struct slot {
 /* The offset of the program's pointer into the real block: 0, or 8 << code (16 ... 256 KiB). */
 #define F_LEFT_SHIFT 5
 #define F_LEFT_MASK  (15u << F_LEFT_SHIFT)
-/* Then the family (heap.h's HEAP_FAMILY_MASK, bits 9 and 10); bit 11 is free. */
+/* Then the family (heap.h's HEAP_FAMILY_MASK, bits 9 and 10); bit 11 is F_TABLED: */
+/* In a ring entry only: the block is in the table too (flagged F_FREED), see the top. */
+#define F_TABLED (1u << 11)
 _Static_assert((F_LEFT_MASK & HEAP_FAMILY_MASK) == 0 && (HEAP_FAMILY_MASK >> 12) == 0,
                "the family's bits are its own, within the 12 bits of flags");
 
@@ -127,15 +149,23 @@ struct block {
     uint32_t alloc_stack, free_stack;
 };
 
+/* A quarantined block: what the table knew of it when it was freed, and what it costs. */
 struct qent {
     uintptr_t addr;
+    uint64_t meta;  /* as a table slot's: the size, and the flags as the free left them */
     uint64_t bytes; /* the memory the block holds back: its resident part and metadata */
     uint64_t va;    /* guarded: the address space it holds inaccessible; else 0 */
+    uint32_t alloc_stack, free_stack;
 };
 
-/* A guarded block's inaccessible range, for the SIGSEGV handler (lo == 0: a free entry). */
+/* A guarded block's inaccessible range, for the SIGSEGV handler (lo == 0: a free entry), and
+ * what its report names. `opened`: a fault made it accessible again (halt_on_error=0), so
+ * its contents are the program's and are not verified; the entry stays until the eviction. */
 struct guard {
     uintptr_t lo, hi, addr;
+    size_t size;
+    uint32_t alloc_stack, free_stack;
+    bool opened;
 };
 
 static struct shard g_shards[SHARDS];
@@ -144,6 +174,7 @@ static size_t g_qcap;
 static size_t g_qhead, g_qcount;
 static uint64_t g_qbytes, g_evictions, g_qva;
 static size_t g_qguarded;
+static size_t g_qtabled; /* ring entries whose block is in the table too (F_TABLED) */
 static shim_lock g_qlock = SHIM_LOCK_INIT;
 static uint64_t g_budget, g_va_budget;
 static size_t g_rz, g_page;
@@ -523,6 +554,42 @@ void *heap_track_block(void *real, size_t size, uint32_t alloc_stack, const stru
     return real; /* not tracked: the pass-through frees it as the real allocator's */
 }
 
+/* ---- the ring's entries, searched on the rare paths ---- */
+
+static struct block block_of_qent(const struct qent *q)
+{
+    return (struct block){q->addr, (size_t)(q->meta & META_SIZE),
+                          (unsigned)(q->meta >> META_FLAGS_SHIFT), q->alloc_stack, q->free_stack};
+}
+
+/* The newest ring entry for a that is not tabled (a tabled one is found in the table), into
+ * *out; false when there is none. Quarantine lock held. A linear search, newest first (a
+ * double free is most often of a block freed recently): some 10^5 entries at most, so
+ * microseconds to a millisecond, on paths that report an error or ask about a freed block. */
+static bool ring_find(uintptr_t a, struct block *out)
+{
+    for (size_t k = g_qcount; k-- > 0;) {
+        const struct qent *q = &g_q[(g_qhead + k) % g_qcap];
+        if (q->addr == a && !((q->meta >> META_FLAGS_SHIFT) & F_TABLED)) {
+            *out = block_of_qent(q);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ring_find under the quarantine lock, for a block the table does not hold. Taken with no
+ * shard lock held (the order is the quarantine lock, then a shard lock). */
+static bool ring_lookup(uintptr_t a, struct block *out)
+{
+    if (!g_q)
+        return false;
+    shim_lock_take(&g_qlock);
+    bool found = ring_find(a, out);
+    shim_lock_drop(&g_qlock);
+    return found;
+}
+
 int heap_lookup(const void *p, size_t *size)
 {
     uintptr_t a = (uintptr_t)p;
@@ -538,6 +605,12 @@ int heap_lookup(const void *p, size_t *size)
             *size = (size_t)(m & META_SIZE);
     }
     shim_lock_drop(&s->lock);
+    struct block e;
+    if (i < 0 && ring_lookup(a, &e)) {
+        r = 2;
+        if (size)
+            *size = e.size;
+    }
     return r;
 }
 
@@ -558,6 +631,22 @@ static bool take_freed_entry(uintptr_t a, struct block *out)
     }
     shim_lock_drop(&s->lock);
     return ok;
+}
+
+/* For the eviction of a block that is not tabled: true when the table holds nothing at a (the
+ * block may be freed for real; counted as freed), false when it holds a block there, which
+ * the real allocator can only have handed out again after a free behind the shim's back:
+ * that one is live, or the program's own, and must not be freed (the old one is dropped). */
+static bool untracked_for_eviction(uintptr_t a)
+{
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    bool absent = find_slot(s, a, h) < 0;
+    if (absent)
+        s->frees++;
+    shim_lock_drop(&s->lock);
+    return absent;
 }
 
 /* ---- reports ---- */
@@ -872,31 +961,49 @@ static bool guard_range(uintptr_t a, size_t size, uintptr_t *lo, uintptr_t *hi)
     return *hi > *lo;
 }
 
-static void guard_forget(uintptr_t a)
+/* Drops a's registry entry; true when a fault had opened it (struct guard). */
+static bool guard_forget(uintptr_t a)
 {
+    bool opened = false;
     shim_lock_take(&g_glock);
     for (size_t k = 0; k < g_guards_used; k++)
-        if (g_guards[k].lo && g_guards[k].addr == a)
+        if (g_guards[k].lo && g_guards[k].addr == a) {
+            opened |= g_guards[k].opened;
             g_guards[k].lo = 0;
+        }
     while (g_guards_used && !g_guards[g_guards_used - 1].lo)
         g_guards_used--;
     shim_lock_drop(&g_glock);
+    return opened;
+}
+
+/* Whether a fault opened the guarded block at a (its contents are then not verified). */
+static bool guard_opened(uintptr_t a)
+{
+    bool opened = false;
+    shim_lock_take(&g_glock);
+    for (size_t k = 0; k < g_guards_used; k++)
+        opened |= g_guards[k].lo && g_guards[k].addr == a && g_guards[k].opened;
+    shim_lock_drop(&g_glock);
+    return opened;
 }
 
 static void install_segv_handler(void);
 
-/* Makes [lo, hi) of the freed block at a inaccessible and gives its pages back; false when
- * it cannot (no registry entry left, or the kernel refused: the block is then filled as
- * any other). The registry entry comes first, so a fault is never unexplained. */
-static bool guard(uintptr_t a, uintptr_t lo, uintptr_t hi)
+/* Makes [lo, hi) of the freed block e (freed at free_stack) inaccessible and gives its pages
+ * back; false when it cannot (no registry entry left, or the kernel refused: the block is
+ * then filled as any other). The registry entry comes first, so a fault is never
+ * unexplained, and it holds what the fault's report names: the block is in no table. */
+static bool guard(const struct block *e, uint32_t free_stack, uintptr_t lo, uintptr_t hi)
 {
+    uintptr_t a = e->addr;
     shim_lock_take(&g_glock);
     size_t k = 0;
     while (k < g_guards_used && g_guards[k].lo)
         k++;
     bool ok = k < GUARD_MAX;
     if (ok) {
-        g_guards[k] = (struct guard){lo, hi, a};
+        g_guards[k] = (struct guard){lo, hi, a, e->size, e->alloc_stack, free_stack, false};
         if (k == g_guards_used)
             g_guards_used++;
     }
@@ -913,18 +1020,19 @@ static bool guard(uintptr_t a, uintptr_t lo, uintptr_t hi)
     return true;
 }
 
-/* Makes a guarded block accessible again; false when the kernel refuses (the block must
- * then never be reused: it is leaked). */
-static bool unguard(uintptr_t a, size_t size)
+/* Makes a guarded block accessible again: 0, or 1 when a fault had opened it already (its
+ * contents are not to be verified); -1 when the kernel refuses (the block must then never
+ * be reused: it is leaked). */
+static int unguard(uintptr_t a, size_t size)
 {
     uintptr_t lo, hi;
     if (!guard_range(a, size, &lo, &hi))
-        return true;
+        return 0;
     int saved = errno;
     bool ok = mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) == 0;
     errno = saved;
-    guard_forget(a);
-    return ok;
+    bool opened = guard_forget(a);
+    return !ok ? -1 : opened ? 1 : 0;
 }
 
 /* The first changed byte of a freed, filled block (every part of it but a guarded range),
@@ -970,21 +1078,15 @@ static bool guard_fault(uintptr_t addr, int is_write)
     struct guard g = {0};
     shim_lock_take(&g_glock);
     for (size_t k = 0; k < g_guards_used; k++)
-        if (g_guards[k].lo && addr >= g_guards[k].lo && addr < g_guards[k].hi) {
+        if (g_guards[k].lo && !g_guards[k].opened && addr >= g_guards[k].lo &&
+            addr < g_guards[k].hi) {
             g = g_guards[k];
             break;
         }
     shim_lock_drop(&g_glock);
     if (!g.lo)
         return false;
-    uint64_t h;
-    struct shard *s = shard_of(g.addr, &h);
-    struct block e = {g.addr, 0, 0, 0, 0};
-    shim_lock_take(&s->lock);
-    long i = find_slot(s, g.addr, h);
-    if (i >= 0)
-        e = block_at(s, (size_t)i);
-    shim_lock_drop(&s->lock);
+    struct block e = {g.addr, g.size, 0, g.alloc_stack, g.free_stack};
     bool entered = shim_enter();
     uint32_t here = shim_opts()->stack_depth ? depot_capture(2) : 0;
     size_t off = addr - g.addr;
@@ -1008,11 +1110,16 @@ static bool guard_fault(uintptr_t addr, int is_write)
     if (shim_opts()->halt_on_error == SHIM_HALT_NATIVE)
         return false; /* the fault goes on as natively: the program's handler, or death */
     /* Going on: accessible again, reading as the sentinel as a filled block would, and
-     * not verified later (this access may change it). */
+     * not verified later (this access may change it): the entry is marked opened, which the
+     * eviction and the check at exit ask (the block may not be in the ring yet, its free
+     * still filling the rest, so its ring entry cannot be told). */
     mprotect((void *)g.lo, g.hi - g.lo, PROT_READ | PROT_WRITE);
     sentinel_fill((void *)g.lo, g.hi - g.lo);
-    guard_forget(g.addr);
-    set_flags(g.addr, 0, F_GUARDED | F_FILLED);
+    shim_lock_take(&g_glock);
+    for (size_t k = 0; k < g_guards_used; k++)
+        if (g_guards[k].lo && g_guards[k].addr == g.addr)
+            g_guards[k].opened = true;
+    shim_lock_drop(&g_glock);
     return true;
 }
 
@@ -1160,15 +1267,25 @@ static bool address_space_limited(void)
     return limited;
 }
 
-/* A block leaving the quarantine: verify it, forget it, free it for real. */
-static void evict(uintptr_t a)
+/* A block leaving the quarantine: verify it, forget it, free it for real. A tabled block is
+ * known by its table entry (which a block tracked at its address since may have taken over:
+ * take_freed_entry), any other by its ring entry. */
+static void evict(const struct qent *q)
 {
+    uintptr_t a = q->addr;
     struct block e;
-    if (!take_freed_entry(a, &e))
+    if ((q->meta >> META_FLAGS_SHIFT) & F_TABLED) {
+        if (!take_freed_entry(a, &e))
+            return;
+    } else {
+        if (!untracked_for_eviction(a))
+            return;
+        e = block_of_qent(q);
+    }
+    int opened = (e.flags & F_GUARDED) ? unguard(a, e.size) : 0;
+    if (opened < 0)
         return;
-    if ((e.flags & F_GUARDED) && !unguard(a, e.size))
-        return;
-    if (e.flags & F_FILLED) {
+    if ((e.flags & F_FILLED) && !opened) {
         size_t off = verify_freed(&e);
         if (off < e.size)
             report_write_after_free(&e, off, 0, 0);
@@ -1194,11 +1311,12 @@ static bool grow_ring(void)
     return true;
 }
 
-/* Fetches the home slot of a's table entry (and of its stacks) into the cache ahead of its
- * eviction: the table outgrows the cache with the quarantine, and the slot of a block freed
- * long ago is cold. Without the shard lock, so the fields are read once, relaxed: a value a
- * growing shard changes meanwhile only makes the prefetch useless (a prefetch never faults). */
-static void prefetch_slot(uintptr_t a)
+/* Fetches the home slot of a's table entry (and, for a tabled block, of its stacks) into the
+ * cache ahead of its eviction, which looks a up; the table of live blocks is small, but the
+ * program's writes to its blocks push it out of the cache. Without the shard lock, so the
+ * fields are read once, relaxed: a value a growing shard changes meanwhile only makes the
+ * prefetch useless (a prefetch never faults). */
+static void prefetch_slot(uintptr_t a, bool tabled)
 {
     uint64_t h;
     struct shard *s = shard_of(a, &h);
@@ -1207,14 +1325,14 @@ static void prefetch_slot(uintptr_t a)
     const struct stacks *st = __atomic_load_n(&s->st, __ATOMIC_RELAXED);
     if (e)
         __builtin_prefetch(&e[i]);
-    if (st)
+    if (st && tabled)
         __builtin_prefetch(&st[i]);
 }
 
 /* Takes the oldest block off the ring (quarantine lock held, ring not empty). */
-static uintptr_t pop_oldest(void)
+static struct qent pop_oldest(void)
 {
-    const struct qent *q = &g_q[g_qhead];
+    struct qent q = g_q[g_qhead];
     /* The block evicted PREFETCH_AHEAD evictions from now was filled long ago and has left
      * the cache: its first lines are fetched now, so that its verification does not wait
      * for memory (the verification was a quarter of malloc_heavy's time under the shim). */
@@ -1223,17 +1341,19 @@ static uintptr_t pop_oldest(void)
         const char *at = (const char *)ahead->addr;
         for (uint64_t k = 0; k < ahead->bytes && k < PREFETCH_BYTES; k += 64)
             __builtin_prefetch(at + k);
-        prefetch_slot(ahead->addr);
+        prefetch_slot(ahead->addr, (ahead->meta >> META_FLAGS_SHIFT) & F_TABLED);
     }
-    g_qbytes -= q->bytes;
-    if (q->va) {
-        g_qva -= q->va;
+    g_qbytes -= q.bytes;
+    if (q.va) {
+        g_qva -= q.va;
         g_qguarded--;
     }
+    if ((q.meta >> META_FLAGS_SHIFT) & F_TABLED)
+        g_qtabled--;
     g_qhead = (g_qhead + 1) % g_qcap;
     g_qcount--;
     g_evictions++;
-    return q->addr;
+    return q;
 }
 
 static bool over_budget(void)
@@ -1241,9 +1361,25 @@ static bool over_budget(void)
     return g_qbytes > g_budget || g_qva > g_va_budget || g_qguarded > GUARD_MAX;
 }
 
-static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
+/* The freed block's entry leaves the table once it is in the ring (unless tabled), both under
+ * the quarantine lock, so that a search (the table, then the ring under that lock) finds it in
+ * one or the other at every moment: a second free of it is a double free, never unknown. It
+ * is removed only if still the freed block (a block tracked at its address since, after a
+ * free behind the shim's back, stays; the eviction then leaves that one alone). */
+static void leave_table(uintptr_t a)
 {
-    uintptr_t victims[EVICT_BATCH];
+    uint64_t h;
+    struct shard *s = shard_of(a, &h);
+    shim_lock_take(&s->lock);
+    long i = find_slot(s, a, h);
+    if (i >= 0 && (s->e[i].meta >> META_FLAGS_SHIFT) & F_FREED)
+        remove_slot(s, (size_t)i);
+    shim_lock_drop(&s->lock);
+}
+
+static void quarantine(const struct qent *in)
+{
+    struct qent victims[EVICT_BATCH];
     size_t n;
     int pushed = 0;
     do {
@@ -1253,13 +1389,17 @@ static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
             if (g_qcount == g_qcap && !grow_ring()) {
                 victims[n++] = pop_oldest();
             }
-            g_q[(g_qhead + g_qcount) % g_qcap] = (struct qent){a, bytes, va};
+            g_q[(g_qhead + g_qcount) % g_qcap] = *in;
             g_qcount++;
-            g_qbytes += bytes;
-            if (va) {
-                g_qva += va;
+            g_qbytes += in->bytes;
+            if (in->va) {
+                g_qva += in->va;
                 g_qguarded++;
             }
+            if ((in->meta >> META_FLAGS_SHIFT) & F_TABLED)
+                g_qtabled++;
+            else
+                leave_table(in->addr);
             pushed = 1;
         }
         while (over_budget() && g_qcount && n < EVICT_BATCH) {
@@ -1267,7 +1407,7 @@ static void quarantine(uintptr_t a, uint64_t bytes, uint64_t va)
         }
         shim_lock_drop(&g_qlock);
         for (size_t i = 0; i < n; i++)
-            evict(victims[i]);
+            evict(&victims[i]);
     } while (n == EVICT_BATCH);
 }
 
@@ -1275,7 +1415,7 @@ bool heap_quarantine_drain(void)
 {
     bool any = sample_give_back(); /* the pool's unused pages too */
     for (;;) {
-        uintptr_t victims[EVICT_BATCH];
+        struct qent victims[EVICT_BATCH];
         size_t n = 0;
         shim_lock_take(&g_qlock);
         while (g_qcount && n < EVICT_BATCH) {
@@ -1283,7 +1423,7 @@ bool heap_quarantine_drain(void)
         }
         shim_lock_drop(&g_qlock);
         for (size_t i = 0; i < n; i++)
-            evict(victims[i]);
+            evict(&victims[i]);
         any |= n > 0;
         if (n < EVICT_BATCH)
             return any;
@@ -1331,16 +1471,39 @@ static void free_lite(void *p)
         real_free(real);
 }
 
+/* What is known of the block e (the table's copy, or its ring entry's), into c. */
+static void claim_copy(const struct block *e, struct heap_claim *c)
+{
+    c->size = e->size;
+    c->left = left_of(e->flags);
+    c->alloc_stack = e->alloc_stack;
+    c->free_stack = e->free_stack;
+    c->family = (enum heap_family)(e->flags & HEAP_FAMILY_MASK);
+}
+
+/* For a pointer the table does not hold: in the ring (HEAP_CLAIM_FREED, its entry's stacks
+ * for the report) or unknown. No lock held. */
+static void claim_untracked(uintptr_t a, struct heap_claim *c)
+{
+    struct block e;
+    c->state = HEAP_CLAIM_UNKNOWN;
+    /* glibc's own block (a library opened with RTLD_DEEPBIND), which heap_free_finish frees,
+     * is told first, without a search: a quarantined block's address lies inside a chunk
+     * glibc still holds (after its left redzone), so it is never one. */
+    if (deepbind_seen() && deepbind_glibc_block((const void *)a))
+        return;
+    if (ring_lookup(a, &e)) {
+        claim_copy(&e, c);
+        c->state = HEAP_CLAIM_FREED;
+    }
+}
+
 /* What the table knows of the block at slot i of s (lock held), into c; a live block is
  * claimed (F_CLAIMED) for the caller's free. */
 static void claim_locked(struct shard *s, size_t i, struct heap_claim *c)
 {
     struct block e = block_at(s, i);
-    c->size = e.size;
-    c->left = left_of(e.flags);
-    c->alloc_stack = e.alloc_stack;
-    c->free_stack = e.free_stack;
-    c->family = (enum heap_family)(e.flags & HEAP_FAMILY_MASK);
+    claim_copy(&e, c);
     if (e.flags & F_FREED) {
         c->state = HEAP_CLAIM_FREED;
     } else if (e.flags & F_CLAIMED) {
@@ -1359,11 +1522,11 @@ void heap_free_claim(void *p, struct heap_claim *c)
     memset(c, 0, sizeof *c);
     shim_lock_take(&s->lock);
     long i = find_slot(s, a, h);
-    if (i < 0)
-        c->state = HEAP_CLAIM_UNKNOWN;
-    else
+    if (i >= 0)
         claim_locked(s, (size_t)i, c);
     shim_lock_drop(&s->lock);
+    if (i < 0)
+        claim_untracked(a, c);
 }
 
 void heap_free_unclaim(void *p)
@@ -1422,7 +1585,7 @@ static bool holds_page_start(uintptr_t a, size_t n)
 /* What the locked part of a free decided for a live block, for the rest done unlocked. */
 struct retired {
     struct block e; /* the table's copy, before the free */
-    bool keep, guarded;
+    bool keep, guarded, tabled;
     uintptr_t lo, hi; /* the guarded range */
     uint64_t bytes;   /* its quarantine cost */
 };
@@ -1438,7 +1601,11 @@ static void retire_locked(struct shard *s, size_t i, uint32_t free_stack, struct
     r->guarded = !(e.flags & HEAP_LITE) && guard_range(a, e.size, &r->lo, &r->hi);
     r->bytes = quarantine_cost(&e, r->guarded && !address_space_limited() ? r->hi - r->lo : 0);
     r->keep = g_budget && r->bytes <= g_budget;
+    /* No left redzone before the block (its address is the real block's start): it stays in
+     * the table while quarantined (see the top). */
+    r->tabled = !left_check(e.flags);
     if (r->keep) {
+        /* Flagged freed in the table until the ring holds it (quarantine()). */
         uint64_t flags = (e.flags & ~F_CLAIMED) | F_FREED | (g_fill ? F_FILLED : 0) |
                          (r->guarded ? F_GUARDED : 0);
         s->e[i].meta = (s->e[i].meta & META_SIZE) | flags << META_FLAGS_SHIFT;
@@ -1464,7 +1631,7 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
     }
     bool guarded = r->guarded;
     uint64_t bytes = r->bytes;
-    if (guarded && !guard(a, r->lo, r->hi)) {
+    if (guarded && !guard(e, free_stack, r->lo, r->hi)) {
         guarded = false;
         set_flags(a, 0, F_GUARDED);
         bytes = quarantine_cost(e, 0);
@@ -1480,7 +1647,15 @@ static void retire_unlocked(void *p, struct retired *r, uint32_t free_stack)
     }
     if (!filled)
         set_flags(a, 0, F_FILLED); /* not verified at its eviction: its bytes are its own */
-    quarantine(a, bytes, guarded ? r->hi - r->lo : 0);
+    unsigned flags = (e->flags & ~F_CLAIMED) | F_FREED | (g_fill && filled ? F_FILLED : 0) |
+                     (guarded ? F_GUARDED : 0) | (r->tabled ? F_TABLED : 0);
+    struct qent q = {a,
+                     (uint64_t)e->size | (uint64_t)flags << META_FLAGS_SHIFT,
+                     bytes,
+                     guarded ? r->hi - r->lo : 0,
+                     e->alloc_stack,
+                     free_stack};
+    quarantine(&q);
 }
 
 void heap_free_finish(void *p, const struct heap_claim *c, uint32_t free_stack)
@@ -1546,6 +1721,8 @@ void heap_free_once(void *p, unsigned dealloc, uint32_t free_stack)
         claim_locked(s, (size_t)i, &c);
     }
     shim_lock_drop(&s->lock);
+    if (i < 0)
+        claim_untracked(a, &c);
     c.dealloc = (enum heap_family)dealloc;
     heap_free_finish(p, &c, free_stack);
 }
@@ -1605,16 +1782,25 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
     return true;
 }
 
-int heap_peek(const void *p, size_t *size, size_t *left)
+/* Takes l if it is free, without waiting: false when it is held (maybe by this thread, which
+ * a signal handler interrupted inside the section). */
+static bool lock_try(shim_lock *l)
 {
-    uintptr_t a = (uintptr_t)p;
+    shim_section_enter(); /* before the lock is held, as in shim_lock_take */
+    if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
+        shim_section_leave();
+        return false;
+    }
+    return true;
+}
+
+/* heap_peek's look at the table alone (-1 busy, 0 unknown, 1 live, 2 freed in the table). */
+static int peek_table(uintptr_t a, size_t *size, size_t *left)
+{
     uint64_t h;
     struct shard *s = shard_of(a, &h);
-    shim_section_enter(); /* before the lock is held, as in shim_lock_take */
-    if (atomic_exchange_explicit(&s->lock.held, 1, memory_order_acquire)) {
-        shim_section_leave();
+    if (!lock_try(&s->lock))
         return -1;
-    }
     long i = find_slot(s, a, h);
     int r = 0;
     if (i >= 0) {
@@ -1627,12 +1813,31 @@ int heap_peek(const void *p, size_t *size, size_t *left)
     return r;
 }
 
+int heap_peek(const void *p, size_t *size, size_t *left)
+{
+    uintptr_t a = (uintptr_t)p;
+    int r = peek_table(a, size, left);
+    if (r != 0 || !g_q)
+        return r;
+    /* Not in the table: a quarantined block is in the ring. */
+    if (!lock_try(&g_qlock))
+        return -1;
+    struct block e;
+    if (ring_find(a, &e)) {
+        r = 2;
+        *size = e.size;
+        *left = left_of(e.flags);
+    }
+    shim_lock_drop(&g_qlock);
+    return r;
+}
+
 void *heap_pass_real(void *p, size_t *size)
 {
     if (!shim_tracking())
         return p;
     size_t n = 0, left = 0;
-    if (heap_peek(p, &n, &left) != 1 || !left)
+    if (peek_table((uintptr_t)p, &n, &left) != 1 || !left)
         return p;
     if (size)
         *size = n;
@@ -1741,16 +1946,21 @@ unsigned heap_verify_quarantine(int symbolize)
      * take no heap lock, so this cannot deadlock. */
     shim_lock_take(&g_qlock);
     for (size_t k = 0; k < g_qcount; k++) {
-        uintptr_t a = g_q[(g_qhead + k) % g_qcap].addr;
-        uint64_t h;
-        struct shard *s = shard_of(a, &h);
-        shim_lock_take(&s->lock);
-        long i = find_slot(s, a, h);
-        struct block e = {0};
-        if (i >= 0)
-            e = block_at(s, (size_t)i);
-        shim_lock_drop(&s->lock);
-        if (i < 0 || !(e.flags & F_FILLED))
+        const struct qent *q = &g_q[(g_qhead + k) % g_qcap];
+        struct block e = block_of_qent(q);
+        if (e.flags & F_TABLED) { /* known by its table entry, as at its eviction */
+            uint64_t h;
+            struct shard *s = shard_of(q->addr, &h);
+            shim_lock_take(&s->lock);
+            long i = find_slot(s, q->addr, h);
+            e = (struct block){0};
+            if (i >= 0)
+                e = block_at(s, (size_t)i);
+            shim_lock_drop(&s->lock);
+            if (!(e.flags & F_FREED))
+                continue;
+        }
+        if (!(e.flags & F_FILLED) || ((e.flags & F_GUARDED) && guard_opened(e.addr)))
             continue;
         size_t off = verify_freed(&e);
         if (off < e.size) {
@@ -1778,8 +1988,11 @@ void heap_get_stats(struct heap_stats *st)
     st->quarantine_blocks = g_qcount;
     st->quarantine_bytes = g_qbytes;
     st->evictions = g_evictions;
+    uint64_t qtabled = g_qtabled;
     shim_lock_drop(&g_qlock);
-    st->live_blocks = entries >= st->quarantine_blocks ? entries - st->quarantine_blocks : 0;
+    /* The table's entries are the live blocks, the tabled quarantined ones, and blocks being
+     * freed right now (counted live). */
+    st->live_blocks = entries >= qtabled ? entries - qtabled : 0;
 }
 
 /* The quarantine lock first: heap_verify_quarantine takes shard locks under it. */

@@ -148,8 +148,9 @@ void heap_free_unclaim(void *p);
 bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, uint32_t stack);
 
 /* For hooks that cannot wait for a lock (inside a locked section) or pass through: what the
- * table knows of p without waiting: -1 its shard is busy (maybe this thread's own section),
- * 0 unknown, 1 live, 2 freed; size and left set for 1 and 2. */
+ * table (and, for a block it does not hold, the quarantine's ring) knows of p without
+ * waiting: -1 its shard or the quarantine is busy (maybe this thread's own section), 0
+ * unknown, 1 live, 2 freed; size and left set for 1 and 2. */
 int heap_peek(const void *p, size_t *size, size_t *left);
 /* The pass-through's free and realloc (the shim off after it tracked blocks): the real
  * block of p. For a live tracked block with a left offset the entry is forgotten and
@@ -177,7 +178,9 @@ size_t heap_deferred_size(const void *p);
  * Returns true when there was anything to evict. */
 bool heap_quarantine_drain(void);
 
-/* What the table knows of p: 1 live (size set), 2 freed and in quarantine, 0 unknown. */
+/* What is known of p: 1 live (size set), 2 freed and in quarantine (size set), 0 unknown.
+ * A quarantined block is not in the table (heap.c): a pointer the table does not hold costs
+ * a search of the quarantine's ring. */
 int heap_lookup(const void *p, size_t *size);
 /* Records that the live block at p belongs to `family` (a block C++'s operator new had
  * allocated through the next definition's call to malloc). */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "depot.h"
 #include "heap/heap.h"
 #include "lock.h"
 #include "out.h"
@@ -179,6 +181,7 @@ static void verify_sampling(void **state)
 /* ---- the table and the checks ---- */
 
 static int g_pipe[2];
+static struct sigaction g_shim_segv;
 /* Atomic: the threads of threads_at_once free through it at once. */
 static _Atomic unsigned g_real_frees;
 static void *_Atomic g_last_freed;
@@ -224,7 +227,12 @@ static int setup(void **state)
     o->trace = 0;
     o->halt_on_error = SHIM_HALT_NEVER; /* the bugs here would otherwise abort, as glibc's */
     heap_set_real_free(counting_free);
-    return heap_init() ? 0 : -1;
+    if (!heap_init())
+        return -1;
+    /* The shim's SIGSEGV handler, which cmocka replaces with its own around each test:
+     * guarded_fault puts it back while it faults. */
+    heap_segv_install();
+    return sigaction(SIGSEGV, NULL, &g_shim_segv);
 }
 
 /* A block as the hooks make it: size + redzone from the real malloc, then tracked. */
@@ -763,6 +771,308 @@ static void threads_at_once(void **state)
     assert_string_equal(reports(), "");
 }
 
+/* ---- quarantined blocks out of the table: found by a search of the ring ---- */
+
+/* A stack of one made-up frame, and how a report shows it. */
+static uint32_t fake_stack(uintptr_t pc)
+{
+    return depot_put(&pc, 1);
+}
+
+static const char *stack_text(const char *title, uintptr_t pc)
+{
+    static char text[4][128];
+    static unsigned next;
+    char *t = text[next++ % 4];
+    snprintf(t, sizeof text[0], "\n%s:\n    #0 %p (<unknown module>)\n", title, (void *)pc);
+    return t;
+}
+
+/* A block laid out with its left redzone (as every block of the hooks' full path) leaves the
+ * table when it is quarantined: lookups, peeks, claims and a second free find it in the
+ * ring, with its size, offset and stacks; the double free names the first free's stack and
+ * the allocation's, and frees nothing. */
+static void ring_freed_block(void **state)
+{
+    (void)state;
+    heap_quarantine_drain();
+    struct heap_stats before, st;
+    heap_get_stats(&before);
+    uint32_t at_alloc = fake_stack(0x1110), at_free = fake_stack(0x2220),
+             at_again = fake_stack(0x3330);
+    struct heap_layout l;
+    assert_true(heap_layout(40, 0, 0, 0, &l));
+    unsigned char *real = malloc(l.total), *p = heap_track_block(real, 40, at_alloc, &l);
+    assert_ptr_equal(p, real + 16);
+    heap_get_stats(&st);
+    assert_int_equal(st.live_blocks, before.live_blocks + 1);
+    heap_free(p, at_free, 0);
+    heap_get_stats(&st);
+    assert_int_equal(st.live_blocks, before.live_blocks); /* out of the table */
+    assert_int_equal(st.quarantine_blocks, before.quarantine_blocks + 1);
+    size_t size = 0, left = 0;
+    assert_int_equal(heap_lookup(p, &size), 2);
+    assert_int_equal(size, 40);
+    size = 0;
+    assert_int_equal(heap_peek(p, &size, &left), 2);
+    assert_int_equal(size, 40);
+    assert_int_equal(left, 16);
+    assert_int_equal(heap_peek(p + 16, &size, &left), 0);
+    struct heap_claim c;
+    heap_free_claim(p, &c);
+    assert_int_equal(c.state, HEAP_CLAIM_FREED);
+    assert_int_equal(c.size, 40);
+    assert_int_equal(c.left, 16);
+    assert_int_equal(c.alloc_stack, at_alloc);
+    assert_int_equal(c.free_stack, at_free);
+
+    uint64_t reported = report_count();
+    unsigned frees = g_real_frees;
+    heap_free(p, at_again, 0);
+    assert_int_equal(report_count(), reported + 1);
+    assert_int_equal(g_real_frees, frees);
+    const char *r = reports();
+    char want[128];
+    snprintf(want, sizeof want, "ERROR: tlsan: double-free on address %p (a 40-byte block)\n",
+             (void *)p);
+    assert_non_null(strstr(r, want));
+    char stacks[512];
+    snprintf(stacks, sizeof stacks, "%s%s%s", stack_text("freed again here", 0x3330),
+             stack_text("first freed here", 0x2220) + 1, stack_text("allocated here", 0x1110) + 1);
+    assert_non_null(strstr(r, stacks));
+    /* A realloc of it (claim, then finish): the same report. */
+    heap_free_claim(p, &c);
+    heap_free_finish(p, &c, at_again);
+    assert_int_equal(report_count(), reported + 2);
+    assert_non_null(strstr(reports(), stacks));
+    /* A lite (re-entered) free of it, and one deferred from a signal handler, leave it alone. */
+    heap_free(p, 0, 1);
+    shim_section_enter();
+    assert_false(heap_deferred_free(p));
+    shim_section_leave();
+    assert_int_equal(g_real_frees, frees);
+    assert_int_equal(heap_lookup(p, NULL), 2);
+    /* Evicted once, to its real block. */
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(g_real_frees, frees + 1);
+    assert_ptr_equal(g_last_freed, real);
+    assert_int_equal(heap_lookup(p, NULL), 0);
+    heap_get_stats(&st);
+    assert_int_equal(st.live_blocks, before.live_blocks);
+    assert_int_equal(st.frees, before.frees + 1);
+    assert_string_equal(reports(), "");
+}
+
+/* The real allocator hands a quarantined block's address out again (a free behind the shim's
+ * back): the shim never frees the new, live block for real. With a left redzone the old ring
+ * entry is dropped at its eviction; a tabled block (none) is replaced in the table, and of the
+ * two ring entries only one frees. */
+static void address_reused(void **state)
+{
+    (void)state;
+    heap_quarantine_drain();
+    struct heap_layout l;
+    assert_true(heap_layout(64, 0, 0, 0, &l));
+    unsigned char *real = malloc(l.total), *p = heap_track_block(real, 64, 0, &l);
+    heap_free(p, 0, 0);
+    assert_ptr_equal(heap_track_block(real, 64, 0, &l), p); /* given out again */
+    unsigned frees = g_real_frees;
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(g_real_frees, frees); /* the live block stays */
+    assert_int_equal(heap_lookup(p, NULL), 1);
+    heap_free(p, 0, 0);
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(g_real_frees, frees + 1);
+    assert_ptr_equal(g_last_freed, real);
+
+    uint64_t reported = report_count();
+    unsigned char *q = alloc(48); /* no left offset: tabled */
+    heap_free(q, 0, 0);
+    assert_true(heap_track(q, 48, 0, 0));
+    assert_int_equal(heap_lookup(q, NULL), 1);
+    heap_free(q, 0, 0);
+    assert_int_equal(heap_lookup(q, NULL), 2);
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(g_real_frees, frees + 2);
+    assert_ptr_equal(g_last_freed, q);
+    assert_int_equal(report_count(), reported);
+    assert_string_equal(reports(), "");
+}
+
+/* Two threads free the same block at once, 2,000 times: one free quarantines it, the other is
+ * a double free whoever comes second, never an invalid free (the block is in the table until
+ * the ring holds it), and each block is freed for real once. The blocks are large (100 KiB,
+ * filled and not guarded), so that the first free's fill, between its table visit and its
+ * push to the ring, is long enough for the second to come in. */
+enum { RACE_ROUNDS = 2000 };
+static unsigned char *_Atomic g_race_block;
+static pthread_barrier_t g_race_start, g_race_done;
+
+static void *race_free(void *arg)
+{
+    uint32_t stack = fake_stack((uintptr_t)arg);
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        pthread_barrier_wait(&g_race_start);
+        heap_free(g_race_block, stack, 0);
+        pthread_barrier_wait(&g_race_done);
+    }
+    return NULL;
+}
+
+static void free_race(void **state)
+{
+    (void)state;
+    heap_quarantine_drain();
+    (void)reports();
+    uint64_t reported = report_count();
+    unsigned frees = g_real_frees;
+    pthread_barrier_init(&g_race_start, NULL, 3);
+    pthread_barrier_init(&g_race_done, NULL, 3);
+    pthread_t t[2];
+    for (uintptr_t k = 0; k < 2; k++)
+        assert_int_equal(pthread_create(&t[k], NULL, race_free, (void *)(0x4440 + k * 0x10)), 0);
+    static char text[1 << 16];
+    unsigned double_frees = 0, other = 0;
+    struct heap_layout l;
+    assert_true(heap_layout(100 * 1024, 0, 0, 0, &l));
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        g_race_block = heap_track_block(malloc(l.total), 100 * 1024, 0, &l);
+        pthread_barrier_wait(&g_race_start);
+        pthread_barrier_wait(&g_race_done);
+        if (i % 100 == 99 || i == RACE_ROUNDS - 1) {
+            heap_quarantine_drain();
+            snprintf(text, sizeof text, "%s", reports());
+            for (const char *at = text; (at = strstr(at, "ERROR: tlsan: ")) != NULL; at++)
+                strncmp(at, "ERROR: tlsan: double-free", 25) == 0 ? double_frees++ : other++;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        pthread_join(t[k], NULL);
+    pthread_barrier_destroy(&g_race_start);
+    pthread_barrier_destroy(&g_race_done);
+    assert_int_equal(other, 0);
+    assert_int_equal(double_frees, RACE_ROUNDS);
+    assert_int_equal(report_count(), reported + RACE_ROUNDS);
+    assert_int_equal(g_real_frees, frees + RACE_ROUNDS);
+}
+
+/* A fault on a guarded block with halt_on_error=0: the report names the stacks the guard
+ * registry kept (the block is in no table), the pages become accessible, and the block is
+ * not verified afterwards (the access changed it) but freed for real once. */
+static void guarded_fault(void **state)
+{
+    (void)state;
+    struct heap_layout l;
+    size_t n = HEAP_GUARD_MIN + 64, page = (size_t)sysconf(_SC_PAGESIZE);
+    uint32_t at_alloc = fake_stack(0x5550), at_free = fake_stack(0x6660);
+    assert_true(heap_layout(n, 0, 0, 0, &l));
+    unsigned char *real = aligned_alloc(l.align, (l.total + l.align - 1) & ~(l.align - 1));
+    unsigned char *p = heap_track_block(real, n, at_alloc, &l);
+    heap_free(p, at_free, 0);
+    unsigned frees = g_real_frees;
+    uint64_t reported = report_count();
+    /* The access's own stack is not captured: symbolizing it in the handler needs more than
+     * the small alternate stack a sanitizer build runs it on. */
+    struct shim_options *o = shim_opts_mut();
+    unsigned depth = o->stack_depth;
+    o->stack_depth = 0;
+    struct sigaction cmocka;
+    assert_int_equal(sigaction(SIGSEGV, &g_shim_segv, &cmocka), 0);
+    ((volatile unsigned char *)p)[100] = 7;
+    sigaction(SIGSEGV, &cmocka, NULL);
+    o->stack_depth = depth;
+    assert_int_equal(report_count(), reported + 1);
+    const char *r = reports();
+    char want[256];
+    snprintf(want, sizeof want,
+             "ERROR: tlsan: heap-use-after-free on address %p at offset 100 of a %zu-byte "
+             "block at %p\n",
+             (void *)(p + 100), n, (void *)p);
+    assert_non_null(strstr(r, want));
+    char stacks[256];
+    snprintf(stacks, sizeof stacks, "\nwritten here:\n    (no stack)%s%s",
+             stack_text("freed here", 0x6660), stack_text("allocated here", 0x5550) + 1);
+    assert_non_null(strstr(r, stacks));
+    assert_int_equal(p[100], 7);
+    /* Not verified any more, the tail page (filled, never guarded) included. */
+    p[n - 10] = 0;
+    assert_int_equal(heap_verify_quarantine(0), 0);
+    assert_true(heap_quarantine_drain());
+    assert_int_equal(g_real_frees, frees + 1);
+    assert_ptr_equal(g_last_freed, p - page);
+    assert_string_equal(reports(), "");
+}
+
+/* The table and ring against a plain model on 20,000 random operations over 300 addresses
+ * (laid out with a left redzone or not, so ring-only and tabled blocks mix): allocations,
+ * frees, second frees, lookups and drains; each answer, report and real free as the model
+ * says. The budget (1 MiB) holds every block freed between two drains. */
+static void ring_twin(void **state)
+{
+    (void)state;
+    enum { SLOTS = 300, OPS = 20000 };
+    enum { NONE, LIVE, FREED } model[SLOTS] = {NONE};
+    static unsigned char *ptr[SLOTS], *realp[SLOTS];
+    static size_t sizes[SLOTS];
+    heap_quarantine_drain();
+    (void)reports();
+    uint64_t seed = 29;
+    unsigned frees = g_real_frees, want_frees = 0, quarantined = 0;
+    uint64_t reported = report_count(), want_reports = 0;
+    for (int op = 0; op < OPS; op++) {
+        unsigned k = (unsigned)splitmix_below(&seed, SLOTS),
+                 what = (unsigned)splitmix_below(&seed, 10);
+        if (what == 0 && splitmix_chance(&seed, 5)) {
+            heap_quarantine_drain();
+            for (unsigned j = 0; j < SLOTS; j++)
+                if (model[j] == FREED) {
+                    model[j] = NONE;
+                    want_frees++;
+                }
+            quarantined = 0;
+        } else if (model[k] == NONE && what < 6) {
+            size_t n = 1 + (size_t)splitmix_below(&seed, 200);
+            struct heap_layout l;
+            bool laid = splitmix_chance(&seed, 50);
+            assert_true(heap_layout(n, 0, 0, 0, &l));
+            if (laid) {
+                realp[k] = malloc(l.total);
+                ptr[k] = heap_track_block(realp[k], n, 0, &l);
+            } else {
+                realp[k] = ptr[k] = malloc(n + heap_redzone());
+                assert_true(heap_track(ptr[k], n, 0, 0));
+            }
+            sizes[k] = n;
+            model[k] = LIVE;
+        } else if (model[k] != NONE && what < 8) {
+            if (model[k] == FREED || quarantined < 2000) {
+                heap_free(ptr[k], 0, 0);
+                if (model[k] == FREED) {
+                    want_reports++;
+                } else {
+                    model[k] = FREED;
+                    quarantined++;
+                }
+            }
+        } else if (model[k] != NONE) {
+            size_t size = 0, left = 7;
+            assert_int_equal(heap_lookup(ptr[k], &size), model[k] == LIVE ? 1 : 2);
+            assert_int_equal(size, sizes[k]);
+            assert_int_equal(heap_peek(ptr[k], &size, &left), model[k] == LIVE ? 1 : 2);
+            assert_int_equal(left, (size_t)(ptr[k] - realp[k]));
+        }
+        assert_int_equal(report_count(), reported + want_reports);
+        assert_int_equal(g_real_frees, frees + want_frees);
+        if (op % 500 == 0)
+            (void)reports();
+    }
+    for (unsigned j = 0; j < SLOTS; j++)
+        if (model[j] == LIVE)
+            heap_free(ptr[j], 0, 0);
+    heap_quarantine_drain();
+    (void)reports();
+}
+
 /* The quarantine gives back what it holds: its blocks' only pointers are in the shim's mmap'd
  * table, which LeakSanitizer (the sanitizer build) does not scan, so it would take them for
  * leaks. */
@@ -795,6 +1105,11 @@ int main(void)
         cmocka_unit_test(claim_before_stack),
         cmocka_unit_test(deferred_in_section),
         cmocka_unit_test(threads_at_once),
+        cmocka_unit_test(ring_freed_block),
+        cmocka_unit_test(address_reused),
+        cmocka_unit_test(free_race),
+        cmocka_unit_test(guarded_fault),
+        cmocka_unit_test(ring_twin),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
