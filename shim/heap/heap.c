@@ -1485,7 +1485,7 @@ static void claim_copy(const struct block *e, struct heap_claim *c)
  * for the report) or unknown. No lock held. */
 static void claim_untracked(uintptr_t a, struct heap_claim *c)
 {
-    struct block e;
+    struct block e = {0}; /* filled when ring_lookup finds it; zeroed for gcc -O3's warning */
     c->state = HEAP_CLAIM_UNKNOWN;
     /* glibc's own block (a library opened with RTLD_DEEPBIND), which heap_free_finish frees,
      * is told first, without a search: a quarantined block's address lies inside a chunk

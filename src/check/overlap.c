@@ -167,7 +167,7 @@ static uint32_t *sort_by_step(const tlsan_plan *p, const uint32_t *roots, size_t
 /* The roots that take part: bytes > 0 and some access or flag. */
 static uint32_t *participants(const tlsan_plan *p, const access_index *ix, size_t *n_out)
 {
-    uint32_t *roots = malloc((p->n_tensors ? p->n_tensors : 1) * sizeof *roots);
+    uint32_t *roots = calloc(p->n_tensors ? p->n_tensors : 1, sizeof *roots);
     if (!roots)
         return NULL;
     size_t n = 0;

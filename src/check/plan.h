@@ -182,6 +182,14 @@ static inline const char *plan_str(const tlsan_plan *p, uint32_t id)
     return id == STRTAB_NONE ? NULL : strtab_str(&p->strings, id);
 }
 
+/* A name every valid plan has (a tensor's, an op's, an arena's): plan_str, never NULL, so a
+ * report's "%s" is defined even on a record the import left unnamed. */
+static inline const char *plan_name(const tlsan_plan *p, uint32_t id)
+{
+    const char *s = plan_str(p, id);
+    return s ? s : "";
+}
+
 /* The tensor_extra of tensor `index` (which has TREC_HAS_EXTRA). */
 const tensor_extra *plan_tensor_extra(const tlsan_plan *p, uint32_t index);
 

@@ -208,10 +208,10 @@ static void describe_access(const tlsan_plan *p, uint32_t op, uint32_t t, char *
     const op_rec *o = &p->ops[op];
     uint32_t w = report_op_touches(p, o->writes_start, o->n_writes, t);
     uint32_t x = w != NO_INDEX ? w : report_op_touches(p, o->reads_start, o->n_reads, t);
-    int k = snprintf(buf, n, "op '%s' (step %" PRIu32 ") %s '%s'", plan_str(p, o->name), op,
-                     w != NO_INDEX ? "writes" : "reads", plan_str(p, p->tensors[t].name));
+    int k = snprintf(buf, n, "op '%s' (step %" PRIu32 ") %s '%s'", plan_name(p, o->name), op,
+                     w != NO_INDEX ? "writes" : "reads", plan_name(p, p->tensors[t].name));
     if (x != t && x != NO_INDEX && k > 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, " through view '%s'", plan_str(p, p->tensors[x].name));
+        snprintf(buf + k, n - (size_t)k, " through view '%s'", plan_name(p, p->tensors[x].name));
 }
 
 static void suggest_lifetime(const tlsan_plan *p, const tlsan_finding *f, uint32_t t, char *buf,

@@ -106,7 +106,7 @@ static void put_headline(text_out *o, const tlsan_report *r, const tlsan_finding
 
 static const char *arena_name(const tlsan_plan *p, const tensor_rec *t)
 {
-    return plan_str(p, p->arenas[p->tensors[t->root].arena].name);
+    return plan_name(p, p->arenas[p->tensors[t->root].arena].name);
 }
 
 /* " (the graph-output step: ...)" for the labels of tensor i at `step`, each once. */
@@ -158,7 +158,7 @@ static void put_tensor(text_out *o, const tlsan_plan *p, uint32_t t, const tlsan
     if (tx->n_stack == 0)
         put(o, "    (no stack recorded)\n");
     for (uint32_t k = 0; k < tx->n_stack; k++)
-        put(o, "    #%" PRIu32 " %s\n", k, plan_str(p, p->id_pool.v[tx->stack_start + k]));
+        put(o, "    #%" PRIu32 " %s\n", k, plan_name(p, p->id_pool.v[tx->stack_start + k]));
 }
 
 static void put_access(text_out *o, const tlsan_plan *p, const char *verb, uint32_t via, uint32_t t,
