@@ -46,11 +46,16 @@ static inline void shim_section_enter(void)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
+/* The deferred work is done at the end of the last section, while it still counts: a
+ * handler interrupting it defers its own work too, instead of looking in the table for a
+ * block that is still on its way there from the list. */
 static inline void shim_section_leave(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
-    if (--shim_t_locks == 0 && shim_t_deferred)
+    if (shim_t_locks == 1 && shim_t_deferred)
         heap_deferred_run();
+    atomic_signal_fence(memory_order_seq_cst);
+    shim_t_locks--;
 }
 
 /* Around a call into the real allocator. */

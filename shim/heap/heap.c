@@ -1849,9 +1849,9 @@ void *heap_pass_real(void *p, size_t *size)
 #define DEFER_MAX  32
 #define DEFER_FREE (UINT64_C(1) << 63) /* in size_kind: a free, not a block to track */
 
-/* One entry: the address is written last and taken with an atomic exchange, so a handler
- * interrupting the thread (the only other party: the list is per thread) sees an entry
- * whole or not at all. */
+/* One entry: the address is written last and taken with an atomic exchange (or, by the run,
+ * cleared once the entry is worked off), so a handler interrupting the thread (the only other
+ * party: the list is per thread) sees an entry whole or not at all. */
 struct deferred {
     uintptr_t addr; /* 0: empty or taken */
     uint64_t size_kind;
@@ -1860,6 +1860,7 @@ struct deferred {
 static __thread struct deferred t_def[DEFER_MAX] __attribute__((tls_model("initial-exec")));
 static __thread unsigned t_def_n __attribute__((tls_model("initial-exec")));
 static __thread int t_def_running __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_def_busy __attribute__((tls_model("initial-exec"))); /* entry + 1 */
 __thread int shim_t_deferred __attribute__((tls_model("initial-exec")));
 
 static bool defer(uintptr_t a, uint64_t size_kind)
@@ -1899,7 +1900,7 @@ bool heap_deferred_free(void *p)
     unsigned n = shim_t_in_real ? 0 : __atomic_load_n(&t_def_n, __ATOMIC_RELAXED);
     for (unsigned k = 0; k < n && k < DEFER_MAX; k++) {
         if (__atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE) != a ||
-            (t_def[k].size_kind & DEFER_FREE))
+            (t_def[k].size_kind & DEFER_FREE) || k + 1 == t_def_busy)
             continue;
         if (__atomic_exchange_n(&t_def[k].addr, 0, __ATOMIC_ACQ_REL) == a) {
             real_free(p);
@@ -1910,30 +1911,45 @@ bool heap_deferred_free(void *p)
     return false;
 }
 
+/* Works off entry k. It stays in the list until its block is in the table, so that a handler
+ * interrupting this finds the block in one or the other (a usable size of 0, or a free of a
+ * pointer the shim never saw, otherwise), and is marked busy meanwhile, so that such a
+ * handler's free of the block is deferred behind it instead of done at once. (The section
+ * still counts while the list is worked off, lock.h: hooks entered meanwhile defer too.) */
+static void run_entry(unsigned k)
+{
+    t_def_busy = k + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uintptr_t a = __atomic_load_n(&t_def[k].addr, __ATOMIC_ACQUIRE);
+    uint64_t sk = t_def[k].size_kind;
+    if (a && (sk & DEFER_FREE))
+        free_lite((void *)a);
+    else if (a)
+        heap_track((void *)a, (size_t)sk, 0, HEAP_LITE);
+    __atomic_store_n(&t_def[k].addr, 0, __ATOMIC_RELEASE);
+    atomic_signal_fence(memory_order_seq_cst);
+    t_def_busy = 0;
+}
+
 void heap_deferred_run(void)
 {
     if (t_def_running)
         return;
     t_def_running = 1;
-    unsigned done = 0;
-    for (;;) {
-        shim_t_deferred = 0; /* before the reset below: an entry added after it sets it again */
-        unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_ACQUIRE);
-        if (n > DEFER_MAX)
-            n = DEFER_MAX;
-        for (; done < n; done++) {
-            uintptr_t a = __atomic_exchange_n(&t_def[done].addr, 0, __ATOMIC_ACQ_REL);
-            uint64_t sk = t_def[done].size_kind;
-            if (!a)
-                continue;
-            if (sk & DEFER_FREE)
-                free_lite((void *)a);
-            else
-                heap_track((void *)a, (size_t)sk, 0, HEAP_LITE);
+    do {
+        unsigned done = 0;
+        for (;;) {
+            shim_t_deferred = 0; /* before the reset below: an entry added after sets it again */
+            unsigned n = __atomic_load_n(&t_def_n, __ATOMIC_ACQUIRE);
+            if (n > DEFER_MAX)
+                n = DEFER_MAX;
+            for (; done < n; done++)
+                run_entry(done);
+            if (__atomic_compare_exchange_n(&t_def_n, &n, 0, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED))
+                break;
         }
-        if (__atomic_compare_exchange_n(&t_def_n, &n, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-            break;
-    }
+    } while (shim_t_deferred); /* an entry added since the list was emptied */
     t_def_running = 0;
 }
 

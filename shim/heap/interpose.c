@@ -824,6 +824,10 @@ EXPORT size_t malloc_usable_size(void *p)
             return known == 1 ? n : 0;
         return r_usable_size ? r_usable_size(p) : 0;
     }
+    /* A block a handler allocated in a section that has ended may still wait in the list for
+     * the table when a handler deferred it in the section's last instructions (lock.h). */
+    if (UNLIKELY(shim_t_deferred) && (n = heap_deferred_size(p)) != 0)
+        return n;
     /* The requested size: the redzone is not the program's to use. */
     size_t size;
     return heap_lookup(p, &size) == 1 ? size : 0;
