@@ -1,12 +1,16 @@
-/* lock.h - the shim's tiny spin lock: a test-and-test-and-set byte that yields the CPU after a
- * short spin. Cheaper than a pthread mutex on the uncontended fast path (one atomic exchange
- * to take, one release store to drop), never allocates, and a forked child re-initialises it
- * with a plain store. Critical sections are a few hash-table or ring operations long. */
+/* lock.h - the shim's tiny spin lock: a test-and-test-and-set word that yields the CPU after a
+ * short spin. Cheaper than a pthread mutex on the uncontended fast path (one atomic
+ * compare-and-swap to take, one release store to drop), never allocates, and a forked child
+ * re-initialises it with a plain store. Critical sections are a few hash-table or ring
+ * operations long. The word holds its holder's token (shim_lock_token), so that a signal
+ * handler can tell its own thread's section, which it interrupted and which cannot go on
+ * until it returns, from another thread's, which will end (heap.c's peek_table). */
 #ifndef TLSAN_SHIM_LOCK_H
 #define TLSAN_SHIM_LOCK_H
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #if defined(__has_include)
 #if __has_include(<sys/single_threaded.h>)
@@ -16,7 +20,7 @@
 #endif
 
 typedef struct {
-    atomic_int held;
+    _Atomic uintptr_t held; /* 0: free; else the holder's shim_lock_token() */
 } shim_lock;
 
 /* How many shim locks this thread holds (shim.c). A hook that finds it non-zero was entered
@@ -28,6 +32,13 @@ typedef struct {
  * last drop hands the deferred work over (heap_deferred_run). The count is raised before a
  * lock is taken and lowered after it is dropped, so it is never zero while one is held. */
 extern __thread int shim_t_locks __attribute__((tls_model("initial-exec")));
+/* This thread's token, what a lock it holds contains: the address of its own count, never 0
+ * and, while the thread lives, no other thread's. */
+static inline uintptr_t shim_lock_token(void)
+{
+    return (uintptr_t)&shim_t_locks;
+}
+
 /* Set while this thread has deferred work (heap.c). */
 extern __thread int shim_t_deferred __attribute__((tls_model("initial-exec")));
 void heap_deferred_run(void);
@@ -89,20 +100,25 @@ static inline void shim_cpu_relax(void)
 
 /* While the process has one thread (glibc's __libc_single_threaded, the flag its own malloc
  * uses), nobody can contend: the lock is taken with a plain store instead of an atomic
- * exchange, which is most of the cost of an uncontended lock. A thread can only be created
- * outside every critical section (they call nothing), so the flag cannot change inside one. */
+ * compare-and-swap, which is most of the cost of an uncontended lock. A thread can only be
+ * created outside every critical section (they call nothing), so the flag cannot change
+ * inside one. With threads, a compare-and-swap and not an exchange: a failed attempt must not
+ * overwrite the holder's token. */
 static inline void shim_lock_take(shim_lock *l)
 {
+    uintptr_t me = shim_lock_token();
     shim_section_enter();
 #ifdef SHIM_HAVE_SINGLE_THREADED
     if (__libc_single_threaded) {
-        atomic_store_explicit(&l->held, 1, memory_order_relaxed);
+        atomic_store_explicit(&l->held, me, memory_order_relaxed);
         return;
     }
 #endif
     for (unsigned spins = 0;; spins++) {
+        uintptr_t free_word = 0;
         if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
-            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            atomic_compare_exchange_weak_explicit(&l->held, &free_word, me, memory_order_acquire,
+                                                  memory_order_relaxed))
             return;
         if (spins >= 64)
             sched_yield();

@@ -38,7 +38,15 @@
  * lock. The quarantine lock is held alone, except when a freed block enters the ring (its
  * entry leaves the table under it) and at exit (heap_verify_quarantine), which take a shard
  * lock and the guard registry's under it; so the order is the quarantine lock, then a shard
- * lock or the guard registry's. */
+ * lock or the guard registry's.
+ *
+ * One reader goes without a shard lock: heap_peek (malloc_usable_size and realloc in a
+ * signal handler that interrupted a locked section) on the thread whose interrupted section
+ * holds that shard's lock, which cannot be dropped before the handler returns. The
+ * interrupted code stands still meanwhile, so every change to a shard's arrays is made in an
+ * order that leaves them readable by address at each instruction (signal fences keep the
+ * compiler to it): an entry's meta before its address, a moved entry never half shown, a
+ * grown array published before the old one is unmapped (remove_slot, heap_track, grow). */
 #include "heap/heap.h"
 #include "deepbind.h"
 #include "depot.h"
@@ -313,11 +321,41 @@ static inline struct shard *shard_of(uintptr_t a, uint64_t *h)
     return &g_shards[*h >> 58];
 }
 
+unsigned heap_shard_index(const void *p)
+{
+    uint64_t h;
+    return (unsigned)(shard_of((uintptr_t)p, &h) - g_shards);
+}
+
 static void *map(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+/* A shard's slot array is mapped with one cache line before it, whose first word is the
+ * array's mask: a reader without the lock (peek_slot) takes the array's pointer once and finds
+ * the mask that goes with it, where the shard's own mask and pointer are two stores apart. */
+#define SLOTS_HEAD 64u
+
+static struct slot *slots_map(size_t cap)
+{
+    char *p = map(SLOTS_HEAD + cap * sizeof(struct slot));
+    if (!p)
+        return NULL;
+    *(size_t *)(void *)p = cap - 1;
+    return (struct slot *)(void *)(p + SLOTS_HEAD);
+}
+
+static void slots_unmap(struct slot *e, size_t cap)
+{
+    munmap((char *)e - SLOTS_HEAD, SLOTS_HEAD + cap * sizeof *e);
+}
+
+static size_t slots_mask(const struct slot *e)
+{
+    return *(const size_t *)(const void *)((const char *)e - SLOTS_HEAD);
 }
 
 /* Index of addr in s, or -1. Lock held. */
@@ -364,36 +402,50 @@ static struct stacks *stacks_of(struct shard *s)
     return s->st;
 }
 
+/* While a slot's entry is replaced by another: an address no block has, which a search goes
+ * past (peek_slot, interrupting remove_slot). */
+#define SLOT_MOVING ((uintptr_t)1)
+
 static void remove_slot(struct shard *s, size_t i)
 {
     size_t mask = s->mask;
     for (size_t j = i;;) {
         j = (j + 1) & mask;
-        if (s->e[j].addr == 0)
+        uintptr_t b = s->e[j].addr;
+        if (b == 0)
             break;
-        size_t k = mix(s->e[j].addr) & mask; /* home of the entry at j */
-        /* Move it back into the hole unless its home lies cyclically in (i, j]. */
+        size_t k = mix(b) & mask; /* home of the entry at j */
+        /* Move it back into the hole unless its home lies cyclically in (i, j]. For a reader
+         * interrupting this thread, the hole first stops answering for what it held (the
+         * removed block, or a copy of the entry moved into the hole before, which lies
+         * earlier in its run), then takes the meta, then the address. The entry stays whole
+         * at j meanwhile, and its new copy at i comes before j in its run. */
         if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            s->e[i] = s->e[j];
+            s->e[i].addr = SLOT_MOVING;
+            atomic_signal_fence(memory_order_seq_cst);
+            s->e[i].meta = s->e[j].meta;
+            atomic_signal_fence(memory_order_seq_cst);
+            s->e[i].addr = b;
             if (s->st)
                 s->st[i] = s->st[j];
             i = j;
         }
     }
-    s->e[i].addr = 0;
+    s->e[i].addr = 0; /* the removed block, or a copy of the entry last moved */
     s->count--;
 }
 
 /* Doubles s, with its stack array if it has one; lock held (mmap is a system call, not an
- * allocation). */
+ * allocation). The new array is published whole before the old one is unmapped: a reader
+ * interrupting this thread reads one or the other (peek_slot). */
 static bool grow(struct shard *s)
 {
     size_t cap = 2 * (s->mask + 1), mask = cap - 1;
-    struct slot *e = map(cap * sizeof *e);
+    struct slot *e = slots_map(cap);
     struct stacks *st = s->st ? map(cap * sizeof *st) : NULL;
     if (!e || (s->st && !st)) {
         if (e)
-            munmap(e, cap * sizeof *e);
+            slots_unmap(e, cap);
         return false;
     }
     for (size_t i = 0; i <= s->mask; i++) {
@@ -406,12 +458,17 @@ static bool grow(struct shard *s)
         if (st)
             st[j] = s->st[i];
     }
-    munmap(s->e, (s->mask + 1) * sizeof *s->e);
-    if (s->st)
-        munmap(s->st, (s->mask + 1) * sizeof *s->st);
+    struct slot *old_e = s->e;
+    struct stacks *old_st = s->st;
+    size_t old_cap = s->mask + 1;
+    atomic_signal_fence(memory_order_seq_cst);
     s->e = e;
     s->st = st;
     s->mask = mask;
+    atomic_signal_fence(memory_order_seq_cst);
+    slots_unmap(old_e, old_cap);
+    if (old_st)
+        munmap(old_st, old_cap * sizeof *old_st);
     return true;
 }
 
@@ -435,7 +492,7 @@ bool heap_init(void)
         struct shard *s = &g_shards[i];
         if (s->e)
             continue;
-        s->e = map(SHARD_CAP0 * sizeof *s->e);
+        s->e = slots_map(SHARD_CAP0);
         if (!s->e)
             return false;
         s->mask = SHARD_CAP0 - 1;
@@ -535,7 +592,10 @@ bool heap_track(void *p, size_t size, uint32_t alloc_stack, unsigned flags)
         i = (i + 1) & s->mask;
     if (!s->e[i].addr)
         s->count++;
-    s->e[i] = (struct slot){a, (uint64_t)size | (uint64_t)flags << META_FLAGS_SHIFT};
+    /* The meta before the address, for a reader interrupting this thread (peek_slot). */
+    s->e[i].meta = (uint64_t)size | (uint64_t)flags << META_FLAGS_SHIFT;
+    atomic_signal_fence(memory_order_seq_cst);
+    s->e[i].addr = a;
     if ((alloc_stack || s->st) && stacks_of(s))
         s->st[i] = (struct stacks){alloc_stack, 0};
     s->allocs++;
@@ -1056,9 +1116,9 @@ static void set_flags(uintptr_t a, unsigned set, unsigned clear)
     struct shard *s = shard_of(a, &h);
     shim_lock_take(&s->lock);
     long i = find_slot(s, a, h);
-    if (i >= 0) {
-        s->e[i].meta &= ~((uint64_t)clear << META_FLAGS_SHIFT);
-        s->e[i].meta |= (uint64_t)set << META_FLAGS_SHIFT;
+    if (i >= 0) { /* one store: a reader interrupting this thread sees before or after */
+        uint64_t m = s->e[i].meta & ~((uint64_t)clear << META_FLAGS_SHIFT);
+        s->e[i].meta = m | (uint64_t)set << META_FLAGS_SHIFT;
     }
     shim_lock_drop(&s->lock);
 }
@@ -1783,44 +1843,107 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
 }
 
 /* Takes l if it is free, without waiting: false when it is held (maybe by this thread, which
- * a signal handler interrupted inside the section). */
+ * a signal handler interrupted inside the section). A compare-and-swap, which leaves the
+ * holder's token in place when it fails. */
 static bool lock_try(shim_lock *l)
 {
+    uintptr_t free_word = 0;
     shim_section_enter(); /* before the lock is held, as in shim_lock_take */
-    if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
+    if (!atomic_compare_exchange_strong_explicit(&l->held, &free_word, shim_lock_token(),
+                                                 memory_order_acquire, memory_order_relaxed)) {
         shim_section_leave();
         return false;
     }
     return true;
 }
 
-/* heap_peek's look at the table alone (-1 busy, 0 unknown, 1 live, 2 freed in the table). */
-static int peek_table(uintptr_t a, size_t *size, size_t *left)
+/* Set from before the first lock heap_lock_all takes (a fork, shim.c) until heap_unlock_all
+ * has dropped them all: the forking thread holds shard locks meanwhile and waits for others,
+ * maybe for one held by a thread whose signal handler would be waiting in peek_table. */
+static atomic_bool g_locking_all;
+/* A signal handler waiting in peek_table for another thread's shard lock while its own thread
+ * holds a lock: one at a time, so that two such handlers never wait for each other's thread. */
+static atomic_bool g_peek_waiting;
+
+/* The table's answer for a (as peek_table's) in one search that takes the array's pointer
+ * once and its mask from the array: right under the lock, and without it on the thread whose
+ * interrupted section holds the lock (see the top). */
+static int peek_slot(const struct shard *s, uintptr_t a, uint64_t h, size_t *size, size_t *left)
+{
+    const struct slot *e = s->e;
+    if (!e)
+        return 0;
+    size_t mask = slots_mask(e);
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uintptr_t k = e[i].addr;
+        if (k == 0)
+            return 0;
+        if (k == a) {
+            uint64_t m = e[i].meta;
+            unsigned flags = (unsigned)(m >> META_FLAGS_SHIFT);
+            *size = (size_t)(m & META_SIZE);
+            *left = left_of(flags);
+            return flags & F_FREED ? 2 : 1;
+        }
+    }
+}
+
+/* heap_peek's look at the table alone (-1 busy, 0 unknown, 1 live, 2 freed in the table).
+ * A shard lock held by another thread is waited for: it is dropped within a few table
+ * operations. One held by this thread belongs to the section that a signal handler (this
+ * call's caller) interrupted, which stands still until the handler returns: with `own` the
+ * table is read without the lock then, else -1. -1 too where waiting could last for ever:
+ * this thread holds a lock (its interrupted section's) and a fork is taking every lock, or
+ * another such handler is waiting already (each might wait for the other's thread). */
+static int peek_table(uintptr_t a, size_t *size, size_t *left, bool own)
 {
     uint64_t h;
     struct shard *s = shard_of(a, &h);
-    if (!lock_try(&s->lock))
-        return -1;
-    long i = find_slot(s, a, h);
-    int r = 0;
-    if (i >= 0) {
-        struct block e = block_at(s, (size_t)i);
-        r = e.flags & F_FREED ? 2 : 1;
-        *size = e.size;
-        *left = left_of(e.flags);
+    uintptr_t me = shim_lock_token();
+    bool holds = shim_t_locks != 0, waiting = false;
+    int r = -1;
+    for (unsigned spins = 0;; spins++) {
+        uintptr_t holder = atomic_load_explicit(&s->lock.held, memory_order_acquire);
+        if (holder == me) {
+            if (own)
+                r = peek_slot(s, a, h, size, left);
+            break;
+        }
+        if (!holder && lock_try(&s->lock)) {
+            r = peek_slot(s, a, h, size, left);
+            shim_lock_drop(&s->lock);
+            break;
+        }
+        if (holder && holds) {
+            if (atomic_load(&g_locking_all))
+                break;
+            if (!waiting && atomic_exchange(&g_peek_waiting, true))
+                break;
+            waiting = true;
+        }
+        if (spins >= 64)
+            sched_yield();
+        else
+            shim_cpu_relax();
     }
-    shim_lock_drop(&s->lock);
+    if (waiting)
+        atomic_store(&g_peek_waiting, false);
     return r;
 }
 
 int heap_peek(const void *p, size_t *size, size_t *left)
 {
     uintptr_t a = (uintptr_t)p;
-    int r = peek_table(a, size, left);
+    int r = peek_table(a, size, left, true);
     if (r != 0 || !g_q)
         return r;
-    /* Not in the table: a quarantined block is in the ring. */
-    if (!lock_try(&g_qlock))
+    /* Not in the table: a quarantined block is in the ring. Its lock is waited for only by a
+     * thread that holds none: its holder may take others under it (a shard lock, and at exit
+     * the locks of a report), maybe one this thread's interrupted section holds. And the
+     * ring is not kept readable at every instruction: held by this thread, it is busy. */
+    if (!shim_t_locks)
+        shim_lock_take(&g_qlock);
+    else if (!lock_try(&g_qlock))
         return -1;
     struct block e;
     if (ring_find(a, &e)) {
@@ -1837,7 +1960,8 @@ void *heap_pass_real(void *p, size_t *size)
     if (!shim_tracking())
         return p;
     size_t n = 0, left = 0;
-    if (peek_table((uintptr_t)p, &n, &left) != 1 || !left)
+    /* Not read without the lock: forget_live takes it. */
+    if (peek_table((uintptr_t)p, &n, &left, false) != 1 || !left)
         return p;
     if (size)
         *size = n;
@@ -2014,6 +2138,7 @@ void heap_get_stats(struct heap_stats *st)
 /* The quarantine lock first: heap_verify_quarantine takes shard locks under it. */
 void heap_lock_all(void)
 {
+    atomic_store(&g_locking_all, true);
     shim_lock_take(&g_qlock);
     for (unsigned i = 0; i < SHARDS; i++)
         shim_lock_take(&g_shards[i].lock);
@@ -2028,10 +2153,13 @@ void heap_unlock_all(void)
     for (unsigned i = SHARDS; i-- > 0;)
         shim_lock_drop(&g_shards[i].lock);
     shim_lock_drop(&g_qlock);
+    atomic_store(&g_locking_all, false);
 }
 
 void heap_reinit_locks(void)
 {
+    atomic_store(&g_locking_all, false);
+    atomic_store(&g_peek_waiting, false); /* maybe set by a thread that is not in the child */
     shim_lock_reset(&g_qlock);
     shim_lock_reset(&g_glock);
     sample_reinit_lock();

@@ -147,11 +147,16 @@ void heap_free_unclaim(void *p);
  * nothing, when the block must move (no room, or shrunk to less than half of over 4 KiB). */
 bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, uint32_t stack);
 
-/* For hooks that cannot wait for a lock (inside a locked section) or pass through: what the
- * table (and, for a block it does not hold, the quarantine's ring) knows of p without
- * waiting: -1 its shard or the quarantine is busy (maybe this thread's own section), 0
- * unknown, 1 live, 2 freed; size and left set for 1 and 2. */
+/* For hooks inside a locked section (a signal handler that interrupted it) or passing
+ * through: what the table (and, for a block it does not hold, the quarantine's ring) knows of
+ * p: 0 unknown, 1 live, 2 freed, size and left set for 1 and 2; -1 when it cannot be told
+ * without risking to wait for ever. A shard held by this thread's interrupted section is read
+ * without its lock, one held by another thread waited for (heap.c's peek_table says when
+ * not); the quarantine is -1 when a thread inside a locked section finds it held. */
 int heap_peek(const void *p, size_t *size, size_t *left);
+/* The shard of the table that holds (or would hold) p: for the tests, which fill one shard
+ * densely enough that deletions move entries. */
+unsigned heap_shard_index(const void *p);
 /* The pass-through's free and realloc (the shim off after it tracked blocks): the real
  * block of p. For a live tracked block with a left offset the entry is forgotten and
  * *size (may be NULL) set; anything else is p itself. */

@@ -463,10 +463,11 @@ static void *realloc_lite(void *p, size_t n)
     return q;
 }
 
-/* realloc inside a locked section (defer path): the table is read only if its shard is free
- * (heap_peek); a block it does not know is copied for the real allocator's usable size of it
- * (at least its requested size). When the shard is busy (this very thread may be inside it)
- * the realloc fails with ENOMEM rather than guess where the block starts. */
+/* realloc inside a locked section (defer path): the table is read through heap_peek (without
+ * the shard's lock when this thread's interrupted section holds it); a block it does not know
+ * is copied for the real allocator's usable size of it (at least its requested size). When
+ * heap_peek cannot tell (-1) the realloc fails with ENOMEM rather than guess where the block
+ * starts. */
 static void *realloc_deferred(void *p, size_t n)
 {
     size_t old = heap_deferred_size(p), left = 0;
@@ -816,7 +817,8 @@ EXPORT size_t malloc_usable_size(void *p)
         return r_usable_size ? r_usable_size(p) : 0;
     }
     if (UNLIKELY(shim_t_locks)) {
-        /* Inside a locked section (a signal handler): the table is read only if free. */
+        /* Inside a locked section (a signal handler): heap_peek reads the table without the
+         * lock its interrupted section holds; 0 when it cannot tell (as for a freed block). */
         if ((n = heap_deferred_size(p)) != 0)
             return n;
         int known = heap_peek(p, &n, &left);

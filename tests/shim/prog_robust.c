@@ -9,10 +9,9 @@
  *   quick    a little of everything (for Valgrind and ASan runs)
  *   churn    1 MiB blocks freed and allocated keeping 100 live, then many small ones; prints
  *            how many allocations failed (for a run under ulimit -v)
- *   signals  N  a SIGALRM timer every 50 us whose handler mallocs and frees, while the main
+ *   signals-own N  a SIGALRM timer every 50 us whose handler mallocs and frees, asks the
+ *            usable size of a block of its own and now and then reallocs it, while the main
  *            thread (and, with N = 2, an idle second thread) allocates and frees
- *   signals-own N  the same, and the handler also asks the usable size of a block of its own
- *            and reallocs it (run with every block sampled: see robust.sh)
  *   usable-storm  a thread sends SIGUSR1 to the main thread without pause while it allocates
  *            and frees 20,000 blocks; the handler asks the usable size of a block (sampled
  *            under sample_rate=1: the interrupted thread often holds the pool's lock)
@@ -454,11 +453,11 @@ static void mode_churn(void)
 /* ---- signals ---- */
 
 static volatile sig_atomic_t g_hits;
-static volatile sig_atomic_t g_bad_size;
-static unsigned char *volatile g_own; /* the handler's own block, resized by it */
+static volatile sig_atomic_t g_bad_size;       /* how many times */
+static volatile size_t g_bad_usable, g_bad_of; /* the last wrong answer, for a block of */
+static unsigned char *volatile g_own;          /* the handler's own block, resized by it */
 static volatile size_t g_own_size;
 static pthread_t g_main;
-static int g_with_own; /* signals-own */
 
 static void on_alarm(int sig)
 {
@@ -468,13 +467,17 @@ static void on_alarm(int sig)
         memset(p, 1, 64);
     free(p);
     g_hits++;
-    /* A block of its own asked about and resized (sampled under sample_rate=1, whose pool's
-     * lock the interrupted thread may hold), on the main thread only: with two threads two
-     * handlers may run at once. */
-    if (!g_with_own || !pthread_equal(pthread_self(), g_main))
+    /* A block of its own asked about and resized, on the main thread only: with two threads
+     * two handlers may run at once. The interrupted thread may hold the lock of the block's
+     * shard of the table, or (sampled under sample_rate=1) the pool's. */
+    if (!pthread_equal(pthread_self(), g_main))
         return;
-    if (malloc_usable_size(g_own) < g_own_size)
-        g_bad_size = 1;
+    size_t usable = malloc_usable_size(g_own);
+    if (usable < g_own_size) {
+        g_bad_size = g_bad_size + 1;
+        g_bad_usable = usable;
+        g_bad_of = g_own_size;
+    }
     if (g_hits % 64)
         return; /* the usable size on every call; a realloc (two page protections when
                    sampled) on some, or the handler would outlast the timer's period */
@@ -574,7 +577,10 @@ static void mode_signals(int threads)
         pthread_join(idle, NULL);
     free(g_own);
     CHECK(g_hits > 0, "no SIGALRM handled");
-    CHECK(!g_bad_size, "malloc_usable_size in the handler below the block's size");
+    CHECK(!g_bad_size,
+          "malloc_usable_size in the handler below the block's size %d times (last: %zu for "
+          "%zu bytes, of %ld calls)",
+          (int)g_bad_size, (size_t)g_bad_usable, (size_t)g_bad_of, (long)g_hits);
     if (!failures)
         printf("signals ok\n");
 }
@@ -1002,14 +1008,11 @@ int main(int argc, char **argv)
         mode_quick();
     else if (strcmp(mode, "churn") == 0)
         mode_churn();
-    else if (strcmp(mode, "signals") == 0)
-        mode_signals(atoi(arg));
     else if (strcmp(mode, "usable-storm") == 0)
         mode_usable_storm();
-    else if (strcmp(mode, "signals-own") == 0) {
-        g_with_own = 1;
+    else if (strcmp(mode, "signals-own") == 0)
         mode_signals(atoi(arg));
-    } else if (strcmp(mode, "closefd") == 0)
+    else if (strcmp(mode, "closefd") == 0)
         mode_closefd(arg);
     else if (strcmp(mode, "annotate") == 0)
         mode_annotate(atoi(arg));

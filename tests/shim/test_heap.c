@@ -8,15 +8,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "depot.h"
@@ -721,6 +725,250 @@ static void deferred_in_section(void **state)
     }
 }
 
+/* heap_peek as a signal handler inside a locked section calls it (malloc_usable_size,
+ * realloc), with heap_lock_all standing for the section it interrupted: this thread holds
+ * every shard lock and the quarantine's. The table is read without them; the ring is not
+ * (-1). Another thread waits for the shard, unless it is inside a locked section of its own
+ * while a fork takes every lock (heap_lock_all), where waiting could last for ever: -1. */
+struct peeker {
+    void *p;
+    int in_section;
+    int r;
+    size_t size;
+    atomic_int done;
+};
+
+static void *peeker_main(void *arg)
+{
+    struct peeker *k = arg;
+    size_t left = 0;
+    if (k->in_section)
+        shim_section_enter();
+    k->r = heap_peek(k->p, &k->size, &left);
+    if (k->in_section)
+        shim_section_leave();
+    atomic_store(&k->done, 1);
+    return NULL;
+}
+
+static void peek_own_section(void **state)
+{
+    (void)state;
+    struct heap_layout l;
+    assert_true(heap_layout(40, 0, 0, 0, &l));
+    unsigned char *live = heap_track_block(malloc(l.total), 40, 0, &l);
+    assert_true(heap_layout(24, 0, 0, 0, &l));
+    unsigned char *gone = heap_track_block(malloc(l.total), 24, 0, &l);
+    heap_free(gone, 0, 0); /* into the ring, out of the table (it has a left redzone) */
+    size_t size = 0, left = 0;
+
+    /* Asserted once the locks are dropped, so that a failure does not leave them held. */
+    heap_lock_all();
+    int live_r = heap_peek(live, &size, &left);
+    size_t live_size = size, live_left = left;
+    int gone_r = heap_peek(gone, &size, &left);
+    struct peeker in = {live, 1, 0, 0, 0}, out = {live, 0, 0, 0, 0};
+    pthread_t t, u;
+    assert_int_equal(pthread_create(&t, NULL, peeker_main, &in), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(pthread_create(&u, NULL, peeker_main, &out), 0);
+    usleep(50000);
+    int out_waited = !atomic_load(&out.done);
+    heap_unlock_all();
+    pthread_join(u, NULL);
+    assert_int_equal(live_r, 1);
+    assert_int_equal(live_size, 40);
+    assert_int_equal(live_left, 16);
+    assert_int_equal(gone_r, -1);
+    assert_int_equal(in.r, -1);
+    assert_true(out_waited);
+    assert_int_equal(out.r, 1);
+    assert_int_equal(out.size, 40);
+
+    assert_int_equal(heap_peek(gone, &size, &left), 2);
+    assert_int_equal(size, 24);
+    heap_free(live, 0, 0);
+    assert_string_equal(reports(), "");
+}
+
+/* heap_peek in a signal handler that interrupts the table's changes anywhere: a timer every
+ * 30 us while this thread tracks and frees blocks (insertions, backward shifts, every shard
+ * doubling a few times). 512 blocks stay live throughout, some 8 in each shard; each tick
+ * peeks at a quarter of them in turn, most often some in the shard the interrupted code is
+ * changing. Every one must read live with its size, whichever shard lock the interrupted code
+ * holds (its own: read without it) and wherever in a change it stands. A tick that finds the
+ * loop where the last one left it does nothing: in the sanitizer builds a tick may outlast
+ * the timer's period, and the loop would never go on. */
+enum { STEADY_BLOCKS = 512, STEADY_PER_TICK = 128, CHURN_LIVE = 100000, CHURN_TRACKS = 400000 };
+static const uintptr_t g_steady_base = 0x200000000000ull;
+static volatile sig_atomic_t g_ticks, g_steady_wrong;
+static volatile uintptr_t g_churn_step, g_tick_step;
+
+static void on_tick(int sig)
+{
+    (void)sig;
+    if (g_churn_step == g_tick_step)
+        return;
+    g_tick_step = g_churn_step;
+    int saved = errno;
+    uintptr_t from = (uintptr_t)g_ticks * STEADY_PER_TICK % STEADY_BLOCKS;
+    for (uintptr_t k = from; k < from + STEADY_PER_TICK; k++) {
+        size_t size = 0, left = 0;
+        if (heap_peek((void *)(g_steady_base + k * 16), &size, &left) != 1 || size != k + 1)
+            g_steady_wrong = g_steady_wrong + 1;
+    }
+    g_ticks = g_ticks + 1;
+    errno = saved;
+}
+
+static void peek_interrupting(void **state)
+{
+    (void)state;
+    heap_set_real_free(no_free);
+    const uintptr_t churn = 0x300000000000ull;
+    for (uintptr_t k = 0; k < STEADY_BLOCKS; k++)
+        assert_true(heap_track((void *)(g_steady_base + k * 16), k + 1, 0, HEAP_LITE));
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_tick;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, &old);
+    struct itimerval it = {{0, 30}, {0, 30}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    uintptr_t oldest = 0;
+    g_churn_step = 1;
+    for (uintptr_t i = 0; i < CHURN_TRACKS; i++) {
+        g_churn_step = i + 2;
+        assert_true(heap_track((void *)(churn + i * 16), i, 0, HEAP_LITE));
+        /* The live window widens to CHURN_LIVE blocks (the shards grow), then slides. */
+        if (i - oldest >= CHURN_LIVE || (i & 1))
+            heap_free((void *)(churn + oldest++ * 16), 0, 1);
+    }
+    memset(&it, 0, sizeof it);
+    setitimer(ITIMER_REAL, &it, NULL);
+    sigaction(SIGALRM, &old, NULL);
+    while (oldest < CHURN_TRACKS)
+        heap_free((void *)(churn + oldest++ * 16), 0, 1);
+    for (uintptr_t k = 0; k < STEADY_BLOCKS; k++)
+        heap_free((void *)(g_steady_base + k * 16), 0, 1);
+    heap_set_real_free(counting_free);
+    assert_true(g_ticks > 0);
+    assert_int_equal(g_steady_wrong, 0);
+    assert_string_equal(reports(), "");
+}
+
+/* heap_peek from a handler after every single instruction of the table's changes, where the
+ * hardware can step (x86-64's trap flag: a SIGTRAP after each instruction, whose handler peeks
+ * and returns): 300 blocks of one shard are tracked, partly freed and tracked again while the
+ * shard is almost half full (deletions then move entries back), then the shard doubles, then
+ * every block is freed. At each instruction every live block must read live with its size;
+ * the one being tracked or freed, live with its size or unknown, never with another's. Not in
+ * the sanitizer builds: their instrumented table code would take minutes to step through. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STEP_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STEP_SANITIZED 1
+#endif
+#if defined(__x86_64__) && !defined(STEP_SANITIZED)
+#define STEP_TRAP_FLAG 0x100 /* in RFLAGS */
+enum { STEP_BLOCKS = 300, STEP_DENSE = 250, STEP_CHURN = 100 };
+enum { STEP_ABSENT, STEP_LIVE, STEP_MOVING }; /* moving: being tracked or freed */
+static volatile uintptr_t g_step_addr[STEP_BLOCKS];
+static volatile int g_step_state[STEP_BLOCKS];
+static volatile sig_atomic_t g_stepping;
+static volatile long g_steps, g_step_wrong;
+
+static void on_step(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    ucontext_t *c = uc;
+    if (!g_stepping) {
+        c->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)STEP_TRAP_FLAG;
+        return;
+    }
+    int saved = errno;
+    g_steps = g_steps + 1;
+    for (unsigned k = 0; k < STEP_BLOCKS; k++) {
+        int state = g_step_state[k];
+        if (state == STEP_ABSENT)
+            continue;
+        size_t size = 0, left = 0;
+        int r = heap_peek((void *)g_step_addr[k], &size, &left);
+        if (!(r == 1 && size == k + 1) && !(state == STEP_MOVING && r == 0))
+            g_step_wrong = g_step_wrong + 1;
+    }
+    errno = saved;
+}
+
+/* One table change, stepped through: the flag is set by popf, the handler clears it at the
+ * first trap after g_stepping is. */
+static bool step_track(unsigned k)
+{
+    g_step_state[k] = STEP_MOVING;
+    g_stepping = 1;
+    __asm__ volatile("pushfq\n\torq %0, (%%rsp)\n\tpopfq" ::"i"(STEP_TRAP_FLAG) : "memory", "cc");
+    bool ok = heap_track((void *)g_step_addr[k], k + 1, 0, HEAP_LITE);
+    g_stepping = 0;
+    g_step_state[k] = STEP_LIVE;
+    return ok;
+}
+
+static void step_free(unsigned k)
+{
+    g_step_state[k] = STEP_MOVING;
+    g_stepping = 1;
+    __asm__ volatile("pushfq\n\torq %0, (%%rsp)\n\tpopfq" ::"i"(STEP_TRAP_FLAG) : "memory", "cc");
+    heap_free((void *)g_step_addr[k], 0, 1);
+    g_stepping = 0;
+    g_step_state[k] = STEP_ABSENT;
+}
+
+static void peek_every_instruction(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0x400000000000ull;
+    unsigned shard = heap_shard_index((void *)base), n = 0;
+    for (uintptr_t a = base; n < STEP_BLOCKS; a += 16)
+        if (heap_shard_index((void *)a) == shard)
+            g_step_addr[n++] = a;
+    heap_set_real_free(no_free);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_step;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGTRAP, &sa, &old);
+    unsigned tracked = 0;
+    for (unsigned k = 0; k < STEP_DENSE; k++)
+        tracked += step_track(k);
+    for (unsigned k = 0; k < STEP_CHURN; k++)
+        step_free(k * 2);
+    for (unsigned k = 0; k < STEP_CHURN; k++)
+        tracked += step_track(k * 2);
+    for (unsigned k = STEP_DENSE; k < STEP_BLOCKS; k++) /* the shard doubles */
+        tracked += step_track(k);
+    for (unsigned k = 0; k < STEP_BLOCKS; k++)
+        step_free((k * 7) % STEP_BLOCKS);
+    sigaction(SIGTRAP, &old, NULL);
+    heap_set_real_free(counting_free);
+    assert_int_equal(tracked, STEP_BLOCKS + STEP_CHURN);
+    assert_true(g_steps > 10000);
+    assert_int_equal(g_step_wrong, 0);
+    for (unsigned k = 0; k < STEP_BLOCKS; k += 10)
+        assert_int_equal(heap_lookup((void *)g_step_addr[k], NULL), 0);
+    assert_string_equal(reports(), "");
+}
+#else
+static void peek_every_instruction(void **state)
+{
+    (void)state;
+    skip(); /* no trap flag here, or a sanitizer build */
+}
+#endif
+
 /* The program's threads allocate and free at once, as through the hooks: the table's shards,
  * the quarantine (evicting, at 1 MiB) and the counters under their locks (the ThreadSanitizer
  * tier of .ci/test.sh checks them). Each block is found live with its size, then freed once;
@@ -1100,10 +1348,13 @@ int main(void)
         cmocka_unit_test(guarded_blocks),
         cmocka_unit_test(resize_in_place),
         cmocka_unit_test(ring_and_drain),
+        cmocka_unit_test(peek_every_instruction), /* before the shards grow */
+        cmocka_unit_test(peek_interrupting),      /* before growth: the shards still small */
         cmocka_unit_test(growth),
         cmocka_unit_test(report_layout),
         cmocka_unit_test(claim_before_stack),
         cmocka_unit_test(deferred_in_section),
+        cmocka_unit_test(peek_own_section),
         cmocka_unit_test(threads_at_once),
         cmocka_unit_test(ring_freed_block),
         cmocka_unit_test(address_reused),
