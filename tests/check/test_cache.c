@@ -592,12 +592,8 @@ static tlsan_plan *twin_plan_build(const twin_plan *d)
         }
         char name[16];
         snprintf(name, sizeof name, "%s%d", d->op_name[o] ? "alt" : "op", o);
-        tlsan_op_desc od = {0};
-        od.name = name;
-        od.reads = reads;
-        od.n_reads = nr;
-        od.writes = writes;
-        od.n_writes = nw;
+        tlsan_op_desc od = {
+            .name = name, .reads = reads, .n_reads = nr, .writes = writes, .n_writes = nw};
         assert_int_equal(tlsan_plan_add_op(p, &od, NULL), TLSAN_OK);
     }
     tlsan_error err;
