@@ -10,10 +10,11 @@
 # Fails when an output differs, or when fewer than 2 sessions ran: the README's examples
 # would then go untested.
 #
-# The top of the tree is a directory of symbolic links made here, one per entry of the
-# source tree, build/ pointing at this build (whatever its name: build-asan too), beside a
-# link ../shared to the corpus: what the commands write stays in the temporary directory,
-# and a path the README prints (build/..., ../shared/...) is the path the command was given.
+# The top of the tree is a directory made here of symbolic links, one per entry of the
+# source tree, and build/, a directory of links to the entries of this build (whatever its
+# name: build-asan too), beside a link ../shared to the corpus. So a path the README prints
+# (build/..., ../shared/...) is the path the command was given, and a file a session writes
+# at the top or in build/ stays in the temporary directory, not in the clone or the build.
 # Usage: readme.sh TLSAN_BIN SHARED_DIR SOURCE_DIR (TLSAN_SHARED_DIR overrides SHARED_DIR;
 # the build directory is TLSAN_BIN's)
 set -u -o pipefail
@@ -35,7 +36,11 @@ for entry in "$src"/* "$src"/.[!.]*; do
     case "$(basename "$entry")" in build) continue ;; esac
     ln -s "$entry" "$tmp/top/$(basename "$entry")"
 done
-ln -s "$build" "$tmp/top/build"
+mkdir "$tmp/top/build"
+for entry in "$build"/* "$build"/.[!.]*; do
+    [ -e "$entry" ] || continue
+    ln -s "$entry" "$tmp/top/build/$(basename "$entry")"
+done
 have_shared=0
 if [ -d "$shared" ]; then
     ln -s "$shared" "$tmp/shared"
