@@ -233,7 +233,12 @@ size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_
         line = attr_u(s, &scopes[i], DW_AT_call_line, &call_line) ? (int)call_line : 0;
     }
     free(scopes);
-    out[n++] = (symbol_frame){fn, file, file && line > 0 ? line : 0, (uint64_t)sym_off, false};
+    /* Line 0 is the line table's "no line" (clang gives it to code merged from several
+     * places): its row's file says nothing either, and would make the frame of the function
+     * holding the code look like one of tlsan.h's wrappers when that file is tlsan.h. */
+    if (line <= 0)
+        file = NULL;
+    out[n++] = (symbol_frame){fn, file, file ? line : 0, (uint64_t)sym_off, false};
     return n;
 }
 

@@ -6,11 +6,14 @@
 # declaration), with the exact SUMMARY line; the clean run is silent under every setting and
 # its trace replays clean (the views followed their roots through the three runs); misuse is
 # one usage warning per call; without the shim every mode runs as a plain program.
-# Usage: handles.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
+# Usage: handles.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR [PROGRAM]
+# PROGRAM (default prog_handles) names another build of prog_handles.c in PROG_DIR: the test
+# shim_handles_clang runs this script on prog_handles_clang, built by clang, whose debug
+# information differs from gcc's (no .debug_aranges, line 0 for merged code).
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup handles.sh "$@"
-prog=$progs/prog_handles
+prog=$progs/${5:-prog_handles}
 source_file=$src/tests/shim/prog_handles.c
 [ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
 
