@@ -285,26 +285,42 @@ size_t symbolizer_stack_frames(symbolizer *s, const symbol_raw_frame *raw, size_
     return n;
 }
 
+char *symbol_frame_text(const symbol_raw_frame *raw, const symbol_frame *f, char *buf,
+                        size_t buf_bytes)
+{
+    const char *module = raw->module_path ? symbolize_base_name(raw->module_path) : NULL;
+    unsigned long long off = (unsigned long long)raw->offset;
+    char where[600];
+    if (module)
+        snprintf(where, sizeof where, "%s+0x%llx%s", module, off, f->inlined ? ", inlined" : "");
+    else
+        snprintf(where, sizeof where, "0x%llx%s", off, f->inlined ? ", inlined" : "");
+    if (!f->function) {
+        snprintf(buf, buf_bytes, "%s", where);
+        return buf;
+    }
+    char fn[512];
+    int len = (int)symbol_name_length(f->function);
+    if (f->inlined) /* an inlined function has no code of its own to be an offset into */
+        snprintf(fn, sizeof fn, "%.*s", len, f->function);
+    else
+        snprintf(fn, sizeof fn, "%.*s+0x%llx", len, f->function,
+                 (unsigned long long)f->function_offset_bytes);
+    if (f->file && f->line > 0)
+        snprintf(buf, buf_bytes, "%s at %s:%d (%s)", fn, symbolize_base_name(f->file), f->line,
+                 where);
+    else
+        snprintf(buf, buf_bytes, "%s (%s)", fn, where);
+    return buf;
+}
+
 char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
                        size_t buf_bytes)
 {
     symbol_frame frames[16];
     size_t n = symbolizer_lookup(s, path, bias, offset, frames, sizeof frames / sizeof frames[0]);
-    const char *module = symbolize_base_name(path);
-    if (n == 0) {
-        snprintf(buf, buf_bytes, "%s+0x%llx", module, (unsigned long long)offset);
-        return buf;
-    }
-    const symbol_frame *outer = &frames[n - 1], *inner = &frames[0];
-    if (inner->file && inner->line > 0)
-        snprintf(buf, buf_bytes, "%.*s+0x%llx at %s:%d (%s+0x%llx)",
-                 (int)symbol_name_length(outer->function), outer->function,
-                 (unsigned long long)outer->function_offset_bytes, symbolize_base_name(inner->file),
-                 inner->line, module, (unsigned long long)offset);
-    else
-        snprintf(buf, buf_bytes, "%.*s+0x%llx (%s+0x%llx)",
-                 (int)symbol_name_length(outer->function), outer->function,
-                 (unsigned long long)outer->function_offset_bytes, module,
-                 (unsigned long long)offset);
-    return buf;
+    symbol_raw_frame raw = {path, bias, offset};
+    symbol_frame none = {0};
+    /* the function holding the code, at its own line: the call of the inlined ones */
+    return symbol_frame_text(&raw, n ? &frames[n - 1] : &none, buf, buf_bytes);
 }

@@ -102,6 +102,21 @@ static void test_inlined_frames(void **state)
     assert_false(frames[1].inlined);
     assert_int_equal(frames[1].line, inlined_call_line);
     assert_string_equal(symbolize_base_name(frames[1].file), "test_symbolize.c");
+    /* In one line: the function holding the code at its own line, the inlined call's (not
+     * the inlined function's line beside its caller's name). */
+    char buf[1024], want[64];
+    symbolizer_frame(s, exe, bias, marker_return - bias, buf, sizeof buf);
+    snprintf(want, sizeof want, "at test_symbolize.c:%d (", inlined_call_line);
+    if (!strstr(buf, "inline_caller+0x") || !strstr(buf, want))
+        fail_msg("one line for an inlined call: %s", buf);
+    /* Each frame as text: an inlined one has no offset of its own, and says so. */
+    symbol_raw_frame raw = {"/opt/m/libm.so", 0x1000, 0x42};
+    symbol_frame_text(&raw, &frames[0], buf, sizeof buf);
+    snprintf(want, sizeof want, "inlined_helper at test_symbolize.c:%d (libm.so+0x42, inlined)",
+             inlined_marker_line);
+    assert_string_equal(buf, want);
+    symbol_frame none = {0};
+    assert_string_equal(symbol_frame_text(&raw, &none, buf, sizeof buf), "libm.so+0x42");
     /* Room for one frame: the function holding the code, at the innermost line. */
     assert_int_equal(symbolizer_lookup(s, exe, bias, marker_return - bias, frames, 1), 1);
     assert_string_equal(frames[0].function, "inline_caller");
