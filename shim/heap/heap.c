@@ -924,13 +924,26 @@ void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t
     report_mismatch(&e, dealloc, free_stack);
 }
 
+const char *heap_bad_free_outcome(void)
+{
+    switch (shim_opts()->halt_on_error) {
+    case SHIM_HALT_NATIVE:
+        return "the process aborts here, as glibc would (halt_on_error=native)";
+    case SHIM_HALT_ALWAYS:
+        return "the process exits here with exitcode (halt_on_error=1)";
+    default:
+        return "this free is ignored (halt_on_error=0)";
+    }
+}
+
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
     struct report *r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
                                     (void *)e->addr, (size_t)e->size);
     if (!r)
         return;
-    report_line(r, "  the block was freed before and is still in quarantine; this free is ignored");
+    report_line(r, "  the block was freed before and is still in quarantine; %s",
+                heap_bad_free_outcome());
     report_stack(r, "freed again here", free_stack);
     report_stack(r, "first freed here", e->free_stack);
     report_stack(r, "allocated here", e->alloc_stack);
@@ -943,8 +956,10 @@ static void report_invalid_free(const void *p, uint32_t free_stack)
         report_begin(TLSAN_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
     if (!r)
         return;
-    report_line(r, "  not the start of any live heap block (a stack or static address, an "
-                   "interior pointer, or a block freed long ago); this free is ignored");
+    report_line(r,
+                "  not the start of any live heap block (a stack or static address, an "
+                "interior pointer, or a block freed long ago); %s",
+                heap_bad_free_outcome());
     report_stack(r, "freed here", free_stack);
     report_end(r, "on address %p", p);
 }
