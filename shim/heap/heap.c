@@ -1779,9 +1779,12 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
     long i = find_slot(s, a, h);
     struct block e = {0};
     if (i >= 0) {
+        /* The new size, still claimed: a scan of live redzones (another thread's periodic
+         * one, or the check at exit) skips the block until its redzone is at the new end.
+         * Published unclaimed here, the scan once read the program's bytes past a shrunk
+         * block as a damaged redzone (a false heap-buffer-overflow). */
         e = block_at(s, (size_t)i);
-        uint64_t flags = e.flags & ~F_CLAIMED;
-        s->e[i].meta = (uint64_t)n | flags << META_FLAGS_SHIFT;
+        s->e[i].meta = (uint64_t)n | (uint64_t)(e.flags | F_CLAIMED) << META_FLAGS_SHIFT;
         if ((stack || s->st) && stacks_of(s))
             s->st[i].alloc = stack;
     }
@@ -1792,6 +1795,11 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
     bool under = check_redzones(&e, stack, "resized", true);
     if (!(e.flags & HEAP_LITE) && g_rz)
         sentinel_fill((char *)p + n, g_rz);
+    shim_lock_take(&s->lock);
+    i = find_slot(s, a, h); /* the slot may have moved meanwhile (a removal's shift) */
+    if (i >= 0)
+        s->e[i].meta &= ~((uint64_t)F_CLAIMED << META_FLAGS_SHIFT);
+    shim_lock_drop(&s->lock);
     if (under)
         end_as_natively(); /* glibc: "realloc(): invalid size" */
     return true;
