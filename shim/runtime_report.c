@@ -36,7 +36,7 @@ struct report {
     char names[REPORT_MAX_NAMES][128];
     const char *name_ptrs[REPORT_MAX_NAMES];
     size_t n_names;
-    char roles[REPORT_MAX_STACKS][64];
+    char roles[REPORT_MAX_STACKS][REPORT_TITLE_BYTES];
     const char *role_ptrs[REPORT_MAX_STACKS];
     uint32_t stacks[REPORT_MAX_STACKS];
     size_t n_stacks;

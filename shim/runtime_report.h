@@ -34,6 +34,10 @@ void report_end_finding(struct report *r, const struct tlsan_finding *f, const c
 void report_line(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "TITLE:" then the stack's frames; "(no stack)" for id 0. Also recorded with the finding
  * in the trace under this role. */
+/* A stack's title ("'x' (bytes [0, 64)) read by op 'add' (model.c:118 in block) at") holds
+ * names and a source path: up to REPORT_TITLE_BYTES - 1 bytes are kept, in the text, the JSON
+ * line and the trace alike (they were cut at 63 once). */
+#define REPORT_TITLE_BYTES 320
 void report_stack(struct report *r, const char *title, uint32_t stack_id);
 /* The same for the stack of a faulting access (captured in the SIGSEGV handler), whose frame 0
  * is the faulting instruction itself rather than a return address. */

@@ -12,6 +12,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 /* The most frames of a symbolized stack (inlined ones included). */
 #define REPORT_STACK_FRAMES 128
@@ -83,6 +86,67 @@ static void load_locked(void)
         g_state = LIBDW_READY;
 }
 
+/* The symbolizer runs on a stack of its own. libdw's line tables and dlopen need some 170
+ * KiB of stack, and a report may be made on a thread with a small stack or on a signal
+ * stack of 16 or 64 KiB (sigaltstack): there it once went past the stack's end, into the
+ * guard page (SIGSEGV instead of the report) or, past it, into the program's memory. One
+ * stack serves every thread: it is used under g_lock only. Mapped at the first
+ * symbolization, with a guard page below; if that fails, the caller's stack is used. */
+#define SYM_STACK_BYTES ((size_t)1 << 20)
+
+static struct {
+    unsigned char *stack; /* SYM_STACK_BYTES, above its guard page */
+    bool tried;
+    ucontext_t caller, callee;
+    /* the call made on it */
+    const symbol_raw_frame *raw;
+    size_t n_raw, max, n;
+    bool exact_first;
+    symbolizer *sym;
+} g_run; /* under g_lock */
+
+static symbol_stack_frame g_frames[REPORT_STACK_FRAMES]; /* under g_lock */
+
+/* Loads libdw when not tried yet and symbolizes g_run's frames into g_frames. Lock held. */
+static void symbolize_locked(void)
+{
+    if (g_state == LIBDW_UNTRIED)
+        load_locked();
+    g_run.sym = g_state == LIBDW_READY ? g_sym : NULL;
+    g_run.n = symbolizer_stack_frames(g_run.sym, g_run.raw, g_run.n_raw, g_run.exact_first,
+                                      g_frames, g_run.max);
+}
+
+static void symbolize_on_own_stack(void)
+{
+    symbolize_locked(); /* then back to g_run.caller (uc_link) */
+}
+
+/* symbolize_locked, on the symbolizer's stack when it can be had. Lock held. */
+static void symbolize_switched(void)
+{
+    if (!g_run.tried) {
+        g_run.tried = true;
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        void *m = mmap(NULL, SYM_STACK_BYTES + page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (m != MAP_FAILED) {
+            mprotect(m, page, PROT_NONE); /* the guard: an overflow faults */
+            g_run.stack = (unsigned char *)m + page;
+        }
+    }
+    if (!g_run.stack || getcontext(&g_run.callee) != 0) {
+        symbolize_locked();
+        return;
+    }
+    g_run.callee.uc_stack.ss_sp = g_run.stack;
+    g_run.callee.uc_stack.ss_size = SYM_STACK_BYTES;
+    g_run.callee.uc_link = &g_run.caller;
+    makecontext(&g_run.callee, symbolize_on_own_stack, 0);
+    if (swapcontext(&g_run.caller, &g_run.callee) != 0)
+        symbolize_locked();
+}
+
 size_t symbolizer_stack(uint32_t stack_id, bool exact_first, struct shim_frame *out, size_t max)
 {
     const uintptr_t *pcs;
@@ -100,23 +164,33 @@ size_t symbolizer_stack(uint32_t stack_id, bool exact_first, struct shim_frame *
     /* libdw runs on the symbolizer's heap; t_busy keeps a report made from inside it (a
      * broken free in libdw) from symbolizing again. */
     bool symbolize = shim_opts()->symbolize && !t_busy && symheap_enter();
-    symbolizer *sym = NULL;
+    if (max > REPORT_STACK_FRAMES)
+        max = REPORT_STACK_FRAMES;
+    size_t n = 0;
     if (symbolize) {
         t_busy = 1;
         shim_lock_take(&g_lock);
-        if (g_state == LIBDW_UNTRIED)
-            load_locked();
-        sym = g_state == LIBDW_READY ? g_sym : NULL;
-    }
-    symbol_stack_frame frames[REPORT_STACK_FRAMES];
-    if (max > REPORT_STACK_FRAMES)
-        max = REPORT_STACK_FRAMES;
-    size_t n = symbolizer_stack_frames(sym, raw, n_pcs, exact_first, frames, max);
-    if (symbolize) {
+        g_run.raw = raw;
+        g_run.n_raw = n_pcs;
+        g_run.exact_first = exact_first;
+        g_run.max = max;
+        symbolize_switched();
+        n = g_run.n;
+        for (size_t i = 0; i < n; i++) {
+            const symbol_raw_frame *r = &raw[g_frames[i].raw];
+            out[i] = (struct shim_frame){pcs[g_frames[i].raw], r->module_path,
+                                         r->module_path ? r->offset : 0, g_frames[i].sym};
+        }
         shim_lock_drop(&g_lock);
         t_busy = 0;
         symheap_leave();
+        return n;
     }
+    /* Nothing looked up: one frame each, on the caller's stack (a few hundred bytes). */
+    symbol_stack_frame frames[DEPOT_MAX_FRAMES];
+    if (max > DEPOT_MAX_FRAMES)
+        max = DEPOT_MAX_FRAMES;
+    n = symbolizer_stack_frames(NULL, raw, n_pcs, exact_first, frames, max);
     for (size_t i = 0; i < n; i++) {
         const symbol_raw_frame *r = &raw[frames[i].raw];
         out[i] = (struct shim_frame){pcs[frames[i].raw], r->module_path,

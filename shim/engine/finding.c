@@ -127,7 +127,7 @@ static void append_op(struct outbuf *b, const char *op)
 /* "'NAME' (bytes [LO, HI)) WHAT at:" and its stack; names the tensor in the trace. */
 static void report_tensor_at(struct report *r, const struct finding_tensor *t, const char *what)
 {
-    char title[320];
+    char title[REPORT_TITLE_BYTES];
     struct outbuf b = {title, 0, sizeof title - 1};
     out_appendf(&b, "'%s' (bytes [%llu, %llu)) %s at", t->name, (ull)t->lo, (ull)t->hi, what);
     title[b.len] = 0;
@@ -155,7 +155,7 @@ static const char *access_done(enum finding_moment moment)
 static void report_op_access(struct report *r, enum finding_moment moment, struct finding_call op,
                              bool in_flight)
 {
-    char title[320];
+    char title[REPORT_TITLE_BYTES];
     struct outbuf o = {title, 0, sizeof title - 1};
     out_appendf(&o, "%s by op ", access_done(moment));
     append_op(&o, op.op);
@@ -263,7 +263,7 @@ static void report_slot_overflow(const struct slot_overflow *v)
                 v->writer.op, t->name, (ull)t->lo, (ull)t->hi, (ull)(t->hi - t->lo), (ull)b->offset,
                 (void *)(b->arena_base + b->offset), (ull)(b->offset - t->hi + 1));
     report_bytes(r, b);
-    char title[320];
+    char title[REPORT_TITLE_BYTES];
     struct outbuf o = {title, 0, sizeof title - 1};
     out_appendf(&o, "written by op ");
     append_op(&o, v->writer.op);
@@ -407,7 +407,7 @@ static void report_live_corruption(const struct live_corruption *v)
     struct report *r = live_corruption_begin(v);
     if (!r)
         return;
-    char title[320], then[300];
+    char title[REPORT_TITLE_BYTES], then[300];
     struct outbuf b = {title, 0, sizeof title - 1};
     struct outbuf tb = {then, 0, sizeof then - 1};
     if (v->by.op)

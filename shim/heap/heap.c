@@ -984,13 +984,26 @@ void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t
     report_mismatch(&e, dealloc, free_stack);
 }
 
+const char *heap_bad_free_outcome(void)
+{
+    switch (shim_opts()->halt_on_error) {
+    case SHIM_HALT_NATIVE:
+        return "the process aborts here, as glibc would (halt_on_error=native)";
+    case SHIM_HALT_ALWAYS:
+        return "the process exits here with exitcode (halt_on_error=1)";
+    default:
+        return "this free is ignored (halt_on_error=0)";
+    }
+}
+
 static void report_double_free(const struct block *e, uint32_t free_stack)
 {
     struct report *r = report_begin(TLSAN_KIND_DOUBLE_FREE, 0, "on address %p (a %zu-byte block)",
                                     (void *)e->addr, (size_t)e->size);
     if (!r)
         return;
-    report_line(r, "  the block was freed before and is still in quarantine; this free is ignored");
+    report_line(r, "  the block was freed before and is still in quarantine; %s",
+                heap_bad_free_outcome());
     report_stack(r, "freed again here", free_stack);
     report_stack(r, "first freed here", e->free_stack);
     report_stack(r, "allocated here", e->alloc_stack);
@@ -1003,8 +1016,10 @@ static void report_invalid_free(const void *p, uint32_t free_stack)
         report_begin(TLSAN_KIND_INVALID_FREE, 0, "on address %p, which malloc did not return", p);
     if (!r)
         return;
-    report_line(r, "  not the start of any live heap block (a stack or static address, an "
-                   "interior pointer, or a block freed long ago); this free is ignored");
+    report_line(r,
+                "  not the start of any live heap block (a stack or static address, an "
+                "interior pointer, or a block freed long ago); %s",
+                heap_bad_free_outcome());
     report_stack(r, "freed here", free_stack);
     report_end(r, "on address %p", p);
 }
@@ -1824,9 +1839,12 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
     long i = find_slot(s, a, h);
     struct block e = {0};
     if (i >= 0) {
+        /* The new size, still claimed: a scan of live redzones (another thread's periodic
+         * one, or the check at exit) skips the block until its redzone is at the new end.
+         * Published unclaimed here, the scan once read the program's bytes past a shrunk
+         * block as a damaged redzone (a false heap-buffer-overflow). */
         e = block_at(s, (size_t)i);
-        uint64_t flags = e.flags & ~F_CLAIMED;
-        s->e[i].meta = (uint64_t)n | flags << META_FLAGS_SHIFT;
+        s->e[i].meta = (uint64_t)n | (uint64_t)(e.flags | F_CLAIMED) << META_FLAGS_SHIFT;
         if ((stack || s->st) && stacks_of(s))
             s->st[i].alloc = stack;
     }
@@ -1837,6 +1855,11 @@ bool heap_resize(void *p, const struct heap_claim *c, size_t n, size_t usable, u
     bool under = check_redzones(&e, stack, "resized", true);
     if (!(e.flags & HEAP_LITE) && g_rz)
         sentinel_fill((char *)p + n, g_rz);
+    shim_lock_take(&s->lock);
+    i = find_slot(s, a, h); /* the slot may have moved meanwhile (a removal's shift) */
+    if (i >= 0)
+        s->e[i].meta &= ~((uint64_t)F_CLAIMED << META_FLAGS_SHIFT);
+    shim_lock_drop(&s->lock);
     if (under)
         end_as_natively(); /* glibc: "realloc(): invalid size" */
     return true;

@@ -203,6 +203,11 @@ struct heap_stats {
 };
 void heap_get_stats(struct heap_stats *s);
 
+/* What follows a bad free (double or invalid) by halt_on_error, to end its report's
+ * explanation: "this free is ignored" (0), the process aborts as glibc would (native), or
+ * exits with exitcode (1). */
+const char *heap_bad_free_outcome(void);
+
 /* For the sampled blocks (sample.c), which are not in the table: the mismatch report, and the
  * SIGSEGV handler installed before the first guarded page (it asks sample_fault first). */
 void heap_report_mismatch(uintptr_t addr, size_t size, unsigned family, uint32_t alloc_stack,

@@ -447,7 +447,7 @@ static void report_bad_free(uintptr_t a, const struct slot *s, uint32_t free_sta
                          s->size);
         if (!r)
             return;
-        report_line(r, "  the sampled block was freed before; this free is ignored");
+        report_line(r, "  the sampled block was freed before; %s", heap_bad_free_outcome());
         report_stack(r, "freed again here", free_stack);
         report_stack(r, "first freed here", s->free_stack);
         report_stack(r, "allocated here", s->alloc_stack);
@@ -458,8 +458,8 @@ static void report_bad_free(uintptr_t a, const struct slot *s, uint32_t free_sta
                      (void *)a);
     if (!r)
         return;
-    report_line(r, "  not the start of a sampled block (an interior pointer); this free is "
-                   "ignored");
+    report_line(r, "  not the start of a sampled block (an interior pointer); %s",
+                heap_bad_free_outcome());
     report_stack(r, "freed here", free_stack);
     report_end(r, "on address %p", (void *)a);
 }

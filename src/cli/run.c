@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +312,17 @@ static void traces_at_risk(const run_trace *rt, const tally *ty, size_t n_files,
                  free_bytes >> 10);
 }
 
+/* Whether a line can go to stderr now without waiting. A program may fill a pipe that its
+ * caller drains only once the program has ended (Python's Popen(...).wait() before reading
+ * stderr): natively that works, and tlsan's summary, one more line into the full pipe,
+ * would block tlsan, and so the caller, for ever. Then the summary is left out: the exit
+ * status and the traces still tell the run. */
+static bool stderr_has_room(void)
+{
+    struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) && !(p.revents & (POLLERR | POLLNVAL));
+}
+
 /* Prints the summary line; returns tlsan run's exit status for a program that exited (a
  * signal death is the caller's to repeat). The rule is the shim's (docs/runtime.md,
  * `exitcode`): findings turn an exit status of 0 into `exitcode`; any other status stays. */
@@ -372,6 +384,8 @@ static int summarize(const run_trace *rt, run_end end, int exitcode)
     else
         snprintf(outcome, sizeof outcome, "exit status %d", status);
 
+    if (!stderr_has_room())
+        return status;
     if (rt->mode == TRACE_OFF)
         fprintf(stderr, "tlsan: run: tracing off (trace=0), findings not counted; %s\n", outcome);
     else if (at_risk[0])
@@ -496,6 +510,18 @@ int run_command(int argc, char **argv)
         free(options);
         fprintf(stderr, "tlsan: error: run: libtlsan.so not found next to tlsan or in its "
                         "library directory (set TLSAN_SHIM to its path)\n");
+        return HELP_EXIT_USAGE;
+    }
+    /* ld.so splits LD_PRELOAD at spaces and colons, with no way to quote one: a shim at such a
+     * path would be two names that do not exist, and every process would run unchecked
+     * under a summary of "no findings". */
+    if (strpbrk(shim, " \t\n:")) {
+        free(options);
+        fprintf(stderr,
+                "tlsan: error: run: the shim's path '%s' holds a space or a colon, which "
+                "LD_PRELOAD cannot carry (ld.so splits it there); install tlsan in a directory "
+                "without them, or point TLSAN_SHIM at a link to libtlsan.so that has none\n",
+                shim);
         return HELP_EXIT_USAGE;
     }
 

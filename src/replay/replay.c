@@ -137,31 +137,44 @@ static tlsan_status get_stack(builder *b, uint64_t id, const char *const **frame
     if (id == 0 || id > b->n_stacks)
         return TLSAN_OK;
     if (!b->stacks[id]) {
+        /* The shim's rule for its reports (symbolizer_stack_frames): each raw frame as its
+         * inlined functions and the function holding it, leading wrappers dropped. */
         trace_stack st = trace_stack_get(b->t, id);
-        char **out = calloc(st.n_frames + 1, sizeof *out);
-        if (!out)
+        size_t max = st.n_frames * 16;
+        symbol_raw_frame *raw = calloc(st.n_frames + 1, sizeof *raw);
+        symbol_stack_frame *sym = calloc(max + 1, sizeof *sym);
+        char **out = calloc(max + 1, sizeof *out);
+        if (!raw || !sym || !out) {
+            free(raw);
+            free(sym);
+            free(out);
             return error_nomem(b->err);
-        size_t k = 0;
+        }
+        size_t n_raw = 0;
         for (size_t i = 0; i < st.n_frames; i++) {
             const trace_module *m = trace_module_get(b->t, st.frames[i].module);
-            char buf[1024];
-            if (!m)
-                snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)st.frames[i].offset);
-            else if (is_shim_module(m->path))
+            if (m && is_shim_module(m->path))
                 continue;
-            else if (b->sym)
-                symbolizer_frame(b->sym, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
-            else
-                symbolizer_frame(NULL, m->path, m->base, st.frames[i].offset, buf, sizeof buf);
+            raw[n_raw++] = m ? (symbol_raw_frame){m->path, m->base, st.frames[i].offset}
+                             : (symbol_raw_frame){NULL, 0, st.frames[i].offset};
+        }
+        size_t n_sym = symbolizer_stack_frames(b->sym, raw, n_raw, false, sym, max);
+        size_t k = 0;
+        for (; k < n_sym; k++) {
+            char buf[1024];
+            symbol_frame_text(&raw[sym[k].raw], &sym[k].sym, buf, sizeof buf);
             char clean[4 * sizeof buf + 8];
             copy_utf8(clean, sizeof clean, buf, strlen(buf));
-            if (!(out[k] = strdup(clean))) {
-                for (size_t j = 0; j < k; j++)
-                    free(out[j]);
-                free(out);
-                return error_nomem(b->err);
-            }
-            k++;
+            if (!(out[k] = strdup(clean)))
+                break;
+        }
+        free(raw);
+        free(sym);
+        if (k < n_sym) {
+            for (size_t j = 0; j < k; j++)
+                free(out[j]);
+            free(out);
+            return error_nomem(b->err);
         }
         b->stacks[id] = out;
         b->stack_len[id] = k;

@@ -11,11 +11,24 @@
 
 /* One libdwfl session per (path, bias) pair: a module may be loaded at another bias in
  * another trace, and a session holds each module at one address. */
+/* One address range of a compilation unit, in the module's DWARF addresses. */
+typedef struct cu_range {
+    Dwarf_Addr lo, hi;
+    Dwarf_Die *cu;
+} cu_range;
+
 typedef struct session {
     char *path;
     uint64_t bias;
     Dwfl *dwfl;
     Dwfl_Module *mod; /* NULL when the file could not be read */
+    /* The units' ranges, sorted by start, read from the units themselves on the first
+     * address .debug_aranges does not place (clang writes no such section by default, and
+     * libdw 0.188 finds a unit only through it). */
+    cu_range *cus;
+    size_t n_cus;
+    Dwarf_Addr cus_bias;
+    bool cus_read;
 } session;
 
 struct symbolizer {
@@ -49,6 +62,7 @@ void symbolizer_free(symbolizer *s)
         if (s->sessions[i].dwfl)
             s->dw->end(s->sessions[i].dwfl);
         free(s->sessions[i].path);
+        free(s->sessions[i].cus);
     }
     free(s->sessions);
     free(s);
@@ -105,6 +119,69 @@ static bool attr_u(const symbolizer *s, Dwarf_Die *die, unsigned name, Dwarf_Wor
     return s->dw->attr_integrate(die, name, &attr) && s->dw->formudata(&attr, out) == 0;
 }
 
+static int cmp_cu_range(const void *a, const void *b)
+{
+    const cu_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Reads every unit's ranges of se's module into se->cus (once; on failure the table stays
+ * empty, and lookups get no file and line, as before). */
+static void read_cu_ranges(const symbolizer *s, session *se)
+{
+    se->cus_read = true;
+    size_t cap = 0;
+    Dwarf_Addr bias = 0;
+    for (Dwarf_Die *cu = s->dw->module_nextcu(se->mod, NULL, &bias); cu;
+         cu = s->dw->module_nextcu(se->mod, cu, &bias)) {
+        Dwarf_Addr base, lo, hi;
+        for (ptrdiff_t off = s->dw->ranges(cu, 0, &base, &lo, &hi); off > 0;
+             off = s->dw->ranges(cu, off, &base, &lo, &hi)) {
+            if (hi <= lo)
+                continue;
+            if (se->n_cus == cap) {
+                size_t grown_cap = cap ? cap * 2 : 64;
+                cu_range *grown = realloc(se->cus, grown_cap * sizeof *grown);
+                if (!grown) {
+                    free(se->cus);
+                    se->cus = NULL;
+                    se->n_cus = 0;
+                    return;
+                }
+                se->cus = grown;
+                cap = grown_cap;
+            }
+            se->cus[se->n_cus++] = (cu_range){lo, hi, cu};
+        }
+        se->cus_bias = bias; /* one module: the same bias for all its units */
+    }
+    if (se->n_cus > 1)
+        qsort(se->cus, se->n_cus, sizeof *se->cus, cmp_cu_range);
+}
+
+/* The unit holding pc (a module address) from se->cus, or NULL; *cu_bias set with it. */
+static Dwarf_Die *cu_of_ranges(const symbolizer *s, session *se, GElf_Addr pc, Dwarf_Addr *cu_bias)
+{
+    if (!se->cus_read)
+        read_cu_ranges(s, se);
+    Dwarf_Addr a = pc - se->cus_bias;
+    size_t lo = 0, hi = se->n_cus; /* the last range starting at or before a: [0, lo) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (se->cus[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Ranges of units do not overlap in practice; a few steps back allow for some nesting. */
+    for (size_t i = lo, steps = 0; i-- > 0 && steps < 8; steps++)
+        if (a < se->cus[i].hi) {
+            *cu_bias = se->cus_bias;
+            return se->cus[i].cu;
+        }
+    return NULL;
+}
+
 size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_t offset,
                          symbol_frame *out, size_t max)
 {
@@ -123,11 +200,19 @@ size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_
     Dwfl_Line *l = s->dw->module_getsrc(se->mod, pc);
     if (l)
         file = s->dw->lineinfo(l, NULL, &line, NULL, NULL, NULL);
+    Dwarf_Addr cu_bias = 0;
+    Dwarf_Die *cu = s->dw->module_addrdie(se->mod, pc, &cu_bias);
+    if (!cu) {
+        /* No .debug_aranges entry: the unit from its own ranges, and the line from its
+         * line table. */
+        cu = cu_of_ranges(s, se, pc, &cu_bias);
+        Dwarf_Line *dl = cu && !file ? s->dw->getsrc_die(cu, pc - cu_bias) : NULL;
+        if (dl && s->dw->lineno(dl, &line) == 0)
+            file = s->dw->linesrc(dl, NULL, NULL);
+    }
     /* The inlined functions at pc, innermost first: each is at the current location, and its
      * call site (DW_AT_call_file/_line) is the location of the frame around it. */
     size_t n = 0;
-    Dwarf_Addr cu_bias = 0;
-    Dwarf_Die *cu = s->dw->module_addrdie(se->mod, pc, &cu_bias);
     Dwarf_Die *scopes = NULL;
     int n_scopes = cu ? s->dw->getscopes(cu, pc - cu_bias, &scopes) : 0;
     Dwarf_Files *files = NULL;
@@ -148,7 +233,12 @@ size_t symbolizer_lookup(symbolizer *s, const char *path, uint64_t bias, uint64_
         line = attr_u(s, &scopes[i], DW_AT_call_line, &call_line) ? (int)call_line : 0;
     }
     free(scopes);
-    out[n++] = (symbol_frame){fn, file, file && line > 0 ? line : 0, (uint64_t)sym_off, false};
+    /* Line 0 is the line table's "no line" (clang gives it to code merged from several
+     * places): its row's file says nothing either, and would make the frame of the function
+     * holding the code look like one of tlsan.h's wrappers when that file is tlsan.h. */
+    if (line <= 0)
+        file = NULL;
+    out[n++] = (symbol_frame){fn, file, file ? line : 0, (uint64_t)sym_off, false};
     return n;
 }
 
@@ -195,26 +285,42 @@ size_t symbolizer_stack_frames(symbolizer *s, const symbol_raw_frame *raw, size_
     return n;
 }
 
+char *symbol_frame_text(const symbol_raw_frame *raw, const symbol_frame *f, char *buf,
+                        size_t buf_bytes)
+{
+    const char *module = raw->module_path ? symbolize_base_name(raw->module_path) : NULL;
+    unsigned long long off = (unsigned long long)raw->offset;
+    char where[600];
+    if (module)
+        snprintf(where, sizeof where, "%s+0x%llx%s", module, off, f->inlined ? ", inlined" : "");
+    else
+        snprintf(where, sizeof where, "0x%llx%s", off, f->inlined ? ", inlined" : "");
+    if (!f->function) {
+        snprintf(buf, buf_bytes, "%s", where);
+        return buf;
+    }
+    char fn[512];
+    int len = (int)symbol_name_length(f->function);
+    if (f->inlined) /* an inlined function has no code of its own to be an offset into */
+        snprintf(fn, sizeof fn, "%.*s", len, f->function);
+    else
+        snprintf(fn, sizeof fn, "%.*s+0x%llx", len, f->function,
+                 (unsigned long long)f->function_offset_bytes);
+    if (f->file && f->line > 0)
+        snprintf(buf, buf_bytes, "%s at %s:%d (%s)", fn, symbolize_base_name(f->file), f->line,
+                 where);
+    else
+        snprintf(buf, buf_bytes, "%s (%s)", fn, where);
+    return buf;
+}
+
 char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
                        size_t buf_bytes)
 {
     symbol_frame frames[16];
     size_t n = symbolizer_lookup(s, path, bias, offset, frames, sizeof frames / sizeof frames[0]);
-    const char *module = symbolize_base_name(path);
-    if (n == 0) {
-        snprintf(buf, buf_bytes, "%s+0x%llx", module, (unsigned long long)offset);
-        return buf;
-    }
-    const symbol_frame *outer = &frames[n - 1], *inner = &frames[0];
-    if (inner->file && inner->line > 0)
-        snprintf(buf, buf_bytes, "%.*s+0x%llx at %s:%d (%s+0x%llx)",
-                 (int)symbol_name_length(outer->function), outer->function,
-                 (unsigned long long)outer->function_offset_bytes, symbolize_base_name(inner->file),
-                 inner->line, module, (unsigned long long)offset);
-    else
-        snprintf(buf, buf_bytes, "%.*s+0x%llx (%s+0x%llx)",
-                 (int)symbol_name_length(outer->function), outer->function,
-                 (unsigned long long)outer->function_offset_bytes, module,
-                 (unsigned long long)offset);
-    return buf;
+    symbol_raw_frame raw = {path, bias, offset};
+    symbol_frame none = {0};
+    /* the function holding the code, at its own line: the call of the inlined ones */
+    return symbol_frame_text(&raw, n ? &frames[n - 1] : &none, buf, buf_bytes);
 }

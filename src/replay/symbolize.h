@@ -77,9 +77,16 @@ size_t symbol_name_length(const char *function);
 /* The last component of a path. */
 const char *symbolize_base_name(const char *path);
 
-/* Formats one frame as "function+0xOFF at FILE:LINE (module+0xOFF)" (file by its base name;
- * the innermost file:line, the outermost function), or "module+0xOFF" when nothing is known;
- * s may be NULL (no lookup). Returns buf. */
+/* Formats one symbolized frame of raw frame `raw` (symbolizer_stack_frames' frames, or
+ * symbolizer_lookup's) as "function+0xOFF at FILE:LINE (module+0xOFF)", an inlined one as
+ * "function at FILE:LINE (module+0xOFF, inlined)", files and modules by their base names;
+ * "module+0xOFF" when nothing is known (f->function NULL). Returns buf. */
+char *symbol_frame_text(const symbol_raw_frame *raw, const symbol_frame *f, char *buf,
+                        size_t buf_bytes);
+
+/* One raw frame in one line: the function holding the code at its own line (for an address
+ * inside inlined code, the line of the outermost inlined call), as symbol_frame_text; s may
+ * be NULL (no lookup). Returns buf. */
 char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
                        size_t buf_bytes);
 

@@ -24,6 +24,11 @@
     X(formudata, dwarf_formudata)                                                                  \
     X(getsrcfiles, dwarf_getsrcfiles)                                                              \
     X(filesrc, dwarf_filesrc)                                                                      \
+    X(module_nextcu, dwfl_module_nextcu)                                                           \
+    X(ranges, dwarf_ranges)                                                                        \
+    X(getsrc_die, dwarf_getsrc_die)                                                                \
+    X(lineno, dwarf_lineno)                                                                        \
+    X(linesrc, dwarf_linesrc)                                                                      \
     X(build_id_find_elf, dwfl_build_id_find_elf)                                                   \
     X(standard_find_debuginfo, dwfl_standard_find_debuginfo)                                       \
     X(offline_section_address, dwfl_offline_section_address)

@@ -11,6 +11,7 @@
 #include "check/plan.h"
 #include "report/report.h"
 #include "support/corpus.h"
+#include "support/splitmix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,6 +425,313 @@ static void test_one_key_two_layouts(void **state)
     tlsan_cache_free(c);
 }
 
+/* ---- the brute-force twin: random caches against an oracle of their own descriptions ---- */
+
+/* A key as an abstract value: a batch number (an integer 0..2, or the non-integer 1 or 1.5,
+ * which no integer literal equals), an optional device string, an optional array. Two keys
+ * are equal exactly when their fields are: the oracle of key equality, known by
+ * construction, whatever text each key is written in. */
+typedef struct twin_key {
+    int batch;  /* 0, 1, 2: integers; 3: the non-integer 1; 4: 1.5 */
+    int device; /* -1: absent; 0 "cpu", 1 "gpu" */
+    int dims;   /* -1: absent; 0 [1, 2]; 1 [2, 1] */
+} twin_key;
+
+/* Writes k as JSON text in one of its many spellings: members in any order, integers zero
+ * as "-0", non-integers in any decimal or exponent form, strings with \u escapes, spaces. */
+static void twin_key_text(const twin_key *k, uint64_t *rng, char *buf, size_t n)
+{
+    static const char *const batch_forms[5][5] = {
+        {"0", "-0", "0", "-0", "0"},
+        {"1", "1", "1", "1", "1"},
+        {"2", "2", "2", "2", "2"},
+        {"1.0", "1.00", "1e0", "10E-1", "0.1e+1"},
+        {"1.5", "1.50", "15e-1", "0.15E1", "150e-2"},
+    };
+    static const char *const device_forms[2][3] = {
+        {"\"cpu\"", "\"\\u0063pu\"", "\"c\\u0070u\""},
+        {"\"gpu\"", "\"\\u0067pu\"", "\"gp\\u0075\""},
+    };
+    static const char *const dims_forms[2][2] = {{"[1,2]", "[ 1 , 2 ]"}, {"[2,1]", "[2, 1]"}};
+    char member[3][64];
+    size_t m = 0;
+    snprintf(member[m++], sizeof member[0], "\"batch\":%s",
+             batch_forms[k->batch][splitmix_below(rng, 5)]);
+    if (k->device >= 0)
+        snprintf(member[m++], sizeof member[0], "\"device\": %s",
+                 device_forms[k->device][splitmix_below(rng, 3)]);
+    if (k->dims >= 0)
+        snprintf(member[m++], sizeof member[0], "\"dims\" :%s",
+                 dims_forms[k->dims][splitmix_below(rng, 2)]);
+    for (size_t i = m; i > 1; i--) { /* a random order of the members */
+        size_t j = (size_t)splitmix_below(rng, i);
+        char tmp[64];
+        memcpy(tmp, member[i - 1], sizeof tmp);
+        memcpy(member[i - 1], member[j], sizeof tmp);
+        memcpy(member[j], tmp, sizeof tmp);
+    }
+    size_t used = (size_t)snprintf(buf, n, "{");
+    for (size_t i = 0; i < m; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : " ", member[i]);
+    snprintf(buf + used, n - used, " }");
+}
+
+static bool twin_key_equal(const twin_key *a, const twin_key *b)
+{
+    return a->batch == b->batch && a->device == b->device && a->dims == b->dims;
+}
+
+#define TWIN_TENSORS 4 /* a, b, c: roots; v: a view of a or b */
+#define TWIN_OPS     3
+static const char *const twin_names[TWIN_TENSORS] = {"a", "b", "c", "v"};
+
+/* A plan as a description: what each tensor is and which ops read or write it. */
+typedef struct twin_plan {
+    bool present[TWIN_TENSORS];
+    int arena[TWIN_TENSORS]; /* roots: 0 "A", 1 "B" */
+    uint64_t offset[TWIN_TENSORS], bytes[TWIN_TENSORS];
+    int base;                                /* v: 0 (a) or 1 (b) */
+    int op_name[TWIN_OPS];                   /* 0 "op<k>", 1 "alt<k>" */
+    unsigned access[TWIN_OPS][TWIN_TENSORS]; /* 1 read, 2 write */
+} twin_plan;
+
+/* Makes d valid: a view's base is present, and only present tensors are accessed. */
+static void twin_plan_fix(twin_plan *d)
+{
+    if (!d->present[d->base])
+        d->present[3] = false;
+    for (int o = 0; o < TWIN_OPS; o++)
+        for (int t = 0; t < TWIN_TENSORS; t++)
+            if (!d->present[t])
+                d->access[o][t] = 0;
+}
+
+static void twin_plan_random(twin_plan *d, uint64_t *rng)
+{
+    memset(d, 0, sizeof *d);
+    for (int t = 0; t < 3; t++) {
+        d->present[t] = splitmix_chance(rng, 85);
+        d->arena[t] = (int)splitmix_below(rng, 2);
+        d->offset[t] = 16 * splitmix_below(rng, 2);
+        d->bytes[t] = 8 + 8 * splitmix_below(rng, 2);
+    }
+    d->present[3] = splitmix_chance(rng, 50);
+    d->base = (int)splitmix_below(rng, 2);
+    d->offset[3] = 4 * splitmix_below(rng, 2);
+    d->bytes[3] = 4;
+    for (int o = 0; o < TWIN_OPS; o++) {
+        d->op_name[o] = splitmix_chance(rng, 10);
+        for (int t = 0; t < TWIN_TENSORS; t++)
+            d->access[o][t] = (unsigned)splitmix_below(rng, 6) & 3; /* none half the time */
+    }
+    twin_plan_fix(d);
+}
+
+/* One small change of d (or none): what makes two plans of one key differ. */
+static void twin_plan_mutate(twin_plan *d, uint64_t *rng)
+{
+    int t = (int)splitmix_below(rng, TWIN_TENSORS), o = (int)splitmix_below(rng, TWIN_OPS);
+    switch (splitmix_below(rng, 8)) {
+    case 0:
+        d->present[t] = !d->present[t];
+        break;
+    case 1:
+        d->arena[t] ^= 1;
+        break;
+    case 2:
+        d->offset[t] = t == 3 ? 4 - d->offset[t] : 16 - d->offset[t];
+        break;
+    case 3:
+        d->bytes[t] = t == 3 ? d->bytes[t] : 24 - d->bytes[t];
+        break;
+    case 4:
+        d->base ^= 1;
+        break;
+    case 5:
+        d->op_name[o] ^= 1;
+        break;
+    case 6:
+        d->access[o][t] = (d->access[o][t] + 1 + (unsigned)splitmix_below(rng, 3)) & 3;
+        break;
+    default:
+        break; /* the same plan again */
+    }
+    twin_plan_fix(d);
+}
+
+static tlsan_plan *twin_plan_build(const twin_plan *d)
+{
+    tlsan_plan *p = tlsan_plan_create();
+    assert_non_null(p);
+    tlsan_arena_desc arenas[2] = {{"A", 64, 0, NULL}, {"B", 64, 0, NULL}};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(tlsan_plan_add_arena(p, &arenas[i], NULL), TLSAN_OK);
+    for (int t = 0; t < TWIN_TENSORS; t++) {
+        if (!d->present[t])
+            continue;
+        tlsan_tensor_desc td = {0};
+        td.name = twin_names[t];
+        td.bytes = d->bytes[t];
+        if (t == 3) {
+            td.view_of = twin_names[d->base];
+            td.view_offset_bytes = d->offset[t];
+        } else {
+            td.arena = arenas[d->arena[t]].name;
+            td.offset_bytes = d->offset[t];
+        }
+        assert_int_equal(tlsan_plan_add_tensor(p, &td, NULL), TLSAN_OK);
+    }
+    for (int o = 0; o < TWIN_OPS; o++) {
+        const char *reads[TWIN_TENSORS], *writes[TWIN_TENSORS];
+        size_t nr = 0, nw = 0;
+        for (int t = 0; t < TWIN_TENSORS; t++) {
+            if (d->access[o][t] & 1)
+                reads[nr++] = twin_names[t];
+            if (d->access[o][t] & 2)
+                writes[nw++] = twin_names[t];
+        }
+        char name[16];
+        snprintf(name, sizeof name, "%s%d", d->op_name[o] ? "alt" : "op", o);
+        tlsan_op_desc od = {
+            .name = name, .reads = reads, .n_reads = nr, .writes = writes, .n_writes = nw};
+        assert_int_equal(tlsan_plan_add_op(p, &od, NULL), TLSAN_OK);
+    }
+    tlsan_error err;
+    if (tlsan_plan_finalize(p, &err) != TLSAN_OK)
+        fail_msg("twin plan refused: %s", err.what);
+    return p;
+}
+
+/* The oracle: whether tensor t differs between descriptions x and y (present in one only,
+ * placed elsewhere, or read and written by other ops in another order). */
+static bool twin_tensor_differs(const twin_plan *x, const twin_plan *y, int t)
+{
+    if (x->present[t] != y->present[t])
+        return true;
+    if (!x->present[t])
+        return false;
+    if (x->offset[t] != y->offset[t] || x->bytes[t] != y->bytes[t])
+        return true;
+    if (t == 3 ? x->base != y->base : x->arena[t] != y->arena[t])
+        return true;
+    /* the accesses in op order, ops that do not touch t left out */
+    unsigned ax[TWIN_OPS * 2], ay[TWIN_OPS * 2];
+    size_t nx = 0, ny = 0;
+    for (int o = 0; o < TWIN_OPS; o++) {
+        if (x->access[o][t])
+            ax[nx++] = (unsigned)o << 8 | (unsigned)x->op_name[o] << 4 | x->access[o][t];
+        if (y->access[o][t])
+            ay[ny++] = (unsigned)o << 8 | (unsigned)y->op_name[o] << 4 | y->access[o][t];
+    }
+    return nx != ny || memcmp(ax, ay, nx * sizeof ax[0]) != 0;
+}
+
+/* "i j names" of one collision, as text, for comparing the two sides as sorted lists. */
+static int cmp_text(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+#define TWIN_MAX_PLANS 10
+#define TWIN_LINE      48
+
+/* Thousands of random caches of up to 10 plans under 2 or 3 keys, written each in other
+ * spellings, the plans of one key mostly one plan with small changes: cache_collisions
+ * (hash-sorted key groups, classes of identical plans) must name exactly the pairs and
+ * tensors the oracle does, which compares every pair of descriptions directly. */
+static void test_random_caches_twin(void **state)
+{
+    (void)state;
+    const char *env = getenv("TLSAN_DIFF_SEEDS");
+    unsigned long seeds = env && *env ? strtoul(env, NULL, 10) : 3000;
+    unsigned long collisions = 0, grouped = 0, bad = 0;
+    for (unsigned long seed = 1; seed <= seeds; seed++) {
+        uint64_t rng = seed * 0x2545f4914f6cdd1dull;
+        size_t n = 2 + (size_t)splitmix_below(&rng, TWIN_MAX_PLANS - 1);
+        twin_key base_keys[3];
+        twin_plan base_plans[3];
+        size_t n_keys = 2 + (size_t)splitmix_below(&rng, 2);
+        for (size_t k = 0; k < n_keys; k++) {
+            base_keys[k] =
+                (twin_key){(int)splitmix_below(&rng, 5), (int)splitmix_below(&rng, 3) - 1,
+                           (int)splitmix_below(&rng, 3) - 1};
+            twin_plan_random(&base_plans[k], &rng);
+        }
+        twin_key keys[TWIN_MAX_PLANS];
+        twin_plan plans[TWIN_MAX_PLANS];
+        tlsan_cache *c = tlsan_cache_create();
+        assert_non_null(c);
+        for (size_t i = 0; i < n; i++) {
+            size_t k = (size_t)splitmix_below(&rng, n_keys);
+            keys[i] = base_keys[k];
+            plans[i] = base_plans[k];
+            if (splitmix_chance(&rng, 50))
+                twin_plan_mutate(&plans[i], &rng);
+            char text[256];
+            twin_key_text(&keys[i], &rng, text, sizeof text);
+            tlsan_error err;
+            tlsan_plan *p = twin_plan_build(&plans[i]);
+            if (tlsan_cache_add(c, p, text, &err) != TLSAN_OK)
+                fail_msg("seed %lu: key %s refused: %s", seed, text, err.what);
+        }
+        char want[TWIN_MAX_PLANS * TWIN_MAX_PLANS][TWIN_LINE],
+            got[TWIN_MAX_PLANS * TWIN_MAX_PLANS][TWIN_LINE];
+        size_t n_want = 0, n_got = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++) {
+                if (!twin_key_equal(&keys[i], &keys[j]))
+                    continue;
+                grouped++;
+                int used = snprintf(want[n_want], TWIN_LINE, "%zu %zu", i, j);
+                bool any = false;
+                for (int t = 0; t < TWIN_TENSORS; t++)
+                    if (twin_tensor_differs(&plans[i], &plans[j], t)) {
+                        used += snprintf(want[n_want] + used, TWIN_LINE - (size_t)used, " %s",
+                                         twin_names[t]);
+                        any = true;
+                    }
+                n_want += any;
+            }
+        tlsan_report *r = collisions_of(c);
+        for (size_t f = 0; f < tlsan_report_count(r); f++) {
+            const tlsan_finding *x = tlsan_report_finding(r, f);
+            assert_int_equal(x->kind, TLSAN_KIND_CACHE_KEY_COLLISION);
+            assert_true(n_got < TWIN_MAX_PLANS * TWIN_MAX_PLANS);
+            int used = snprintf(got[n_got], TWIN_LINE, "%lld %lld", (long long)x->plan_index,
+                                (long long)x->other_plan_index);
+            for (size_t t = 0; t < x->n_tensors; t++)
+                used += snprintf(got[n_got] + used, TWIN_LINE - (size_t)used, " %s", x->tensors[t]);
+            n_got++;
+        }
+        qsort(want, n_want, TWIN_LINE, cmp_text);
+        qsort(got, n_got, TWIN_LINE, cmp_text);
+        bool same = n_want == n_got;
+        for (size_t i = 0; same && i < n_want; i++)
+            same = strcmp(want[i], got[i]) == 0;
+        if (!same) {
+            if (bad < 5) {
+                fprintf(stderr, "seed %lu: %zu collisions expected, %zu reported\n", seed, n_want,
+                        n_got);
+                for (size_t i = 0; i < n_want; i++)
+                    fprintf(stderr, "  want %s\n", want[i]);
+                for (size_t i = 0; i < n_got; i++)
+                    fprintf(stderr, "  got  %s\n", got[i]);
+            }
+            bad++;
+        }
+        collisions += n_want;
+        tlsan_report_free(r);
+        tlsan_cache_free(c);
+    }
+    fprintf(stderr,
+            "caches twin: %lu caches, %lu pairs under one key, %lu collisions, %lu disagreements\n",
+            seeds, grouped, collisions, bad);
+    assert_int_equal(bad, 0);
+    /* the sweep holds both outcomes often: equal keys whose plans collide, and whose do not */
+    assert_true(collisions > seeds);
+    assert_true(grouped > collisions);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_collision_kinds_of_difference),
         cmocka_unit_test(test_many_plans),
         cmocka_unit_test(test_one_key_two_layouts),
+        cmocka_unit_test(test_random_caches_twin),
     };
     const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_shared_cache_case),

@@ -193,5 +193,34 @@ for bad_tmp in "$tmp/none" /dev/null; do
         "TMPDIR=$bad_tmp, verbosity=1: said once"
 done
 
+# ---- 9. the summary never blocks: a caller that reads stderr only after the end ----
+# The program fills the pipe (64 KiB, its capacity) and the caller waits for the end before
+# reading, as Popen(...).wait() does: natively that ends; tlsan's summary, one more line into
+# the full pipe, once blocked tlsan for ever. Now it is left out.
+if command -v python3 >/dev/null; then
+    fill='import sys; sys.stderr.write("x" * 65536)'
+    waited='import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stderr=subprocess.PIPE)
+try:
+    rc = p.wait(timeout=20)
+    print("exited", rc, "stderr bytes", len(p.stderr.read()))
+except subprocess.TimeoutExpired:
+    print("hung"); p.kill(); p.wait()'
+    expect_eq "$(python3 -c "$waited" python3 -c "$fill")" "exited 0 stderr bytes 65536" \
+        "a full stderr pipe, natively"
+    expect_eq "$(python3 -c "$waited" "$bin" run -- python3 -c "$fill")" \
+        "exited 0 stderr bytes 65536" "a full stderr pipe under tlsan run: no hang, no summary"
+fi
+
+# ---- 10. a shim at a path LD_PRELOAD cannot carry: an error, not a run left unchecked ----
+for odd in "with space" "with:colon"; do
+    mkdir -p "$tmp/$odd"
+    cp "$(dirname "$bin")/libtlsan.so" "$tmp/$odd/libtlsan.so"
+    TLSAN_SHIM="$tmp/$odd/libtlsan.so" "$bin" run -- true >"$tmp/out" 2>"$tmp/err"
+    expect_eq "$?:$(cat "$tmp/err")" \
+        "2:tlsan: error: run: the shim's path '$tmp/$odd/libtlsan.so' holds a space or a colon, which LD_PRELOAD cannot carry (ld.so splits it there); install tlsan in a directory without them, or point TLSAN_SHIM at a link to libtlsan.so that has none" \
+        "a shim at '$odd'"
+done
+
 echo "run_native.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,12 +102,67 @@ static void test_inlined_frames(void **state)
     assert_false(frames[1].inlined);
     assert_int_equal(frames[1].line, inlined_call_line);
     assert_string_equal(symbolize_base_name(frames[1].file), "test_symbolize.c");
+    /* In one line: the function holding the code at its own line, the inlined call's (not
+     * the inlined function's line beside its caller's name). */
+    char buf[1024], want[64];
+    symbolizer_frame(s, exe, bias, marker_return - bias, buf, sizeof buf);
+    snprintf(want, sizeof want, "at test_symbolize.c:%d (", inlined_call_line);
+    if (!strstr(buf, "inline_caller+0x") || !strstr(buf, want))
+        fail_msg("one line for an inlined call: %s", buf);
+    /* Each frame as text: an inlined one has no offset of its own, and says so. */
+    symbol_raw_frame raw = {"/opt/m/libm.so", 0x1000, 0x42};
+    symbol_frame_text(&raw, &frames[0], buf, sizeof buf);
+    snprintf(want, sizeof want, "inlined_helper at test_symbolize.c:%d (libm.so+0x42, inlined)",
+             inlined_marker_line);
+    assert_string_equal(buf, want);
+    symbol_frame none = {0};
+    assert_string_equal(symbol_frame_text(&raw, &none, buf, sizeof buf), "libm.so+0x42");
     /* Room for one frame: the function holding the code, at the innermost line. */
     assert_int_equal(symbolizer_lookup(s, exe, bias, marker_return - bias, frames, 1), 1);
     assert_string_equal(frames[0].function, "inline_caller");
     /* Nothing known: no frames. */
     assert_int_equal(symbolizer_lookup(s, "/nonexistent/libx.so", 0x1000, 0x42, frames, 8), 0);
     symbolizer_free(s);
+}
+
+/* A program without .debug_aranges (clang writes none by default, and libdw 0.188 finds a
+ * unit only through it): this test program's copy with the section removed gives the same
+ * function, file and line, found through the units' own ranges. */
+static void test_no_aranges(void **state)
+{
+    (void)state;
+    caller();
+    uintptr_t bias = 0;
+    dl_iterate_phdr(find_main, &bias);
+    char exe[4096], copy[] = "/tmp/tlsan-noaranges-XXXXXX", cmd[8400];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    int fd = mkstemp(copy);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "objcopy --remove-section=.debug_aranges '%s' '%s'", exe, copy);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "readelf -S '%s' | grep -q debug_aranges", copy);
+    assert_int_not_equal(system(cmd), 0); /* the section is gone */
+    symbolizer *s = symbolizer_create();
+    char buf[1024], want[64];
+    symbolizer_frame(s, copy, bias, marker_return - bias, buf, sizeof buf);
+    snprintf(want, sizeof want, "caller+0x");
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof want, "at test_symbolize.c:%d (", marker_line);
+    if (!strstr(buf, want))
+        fail_msg("no file and line without .debug_aranges: %s", buf);
+    /* and the inlined frames, from the unit found the same way */
+    inline_caller();
+    symbol_frame frames[8];
+    assert_int_equal(symbolizer_lookup(s, copy, bias, marker_return - bias, frames, 8), 2);
+    assert_string_equal(frames[0].function, "inlined_helper");
+    assert_int_equal(frames[0].line, inlined_marker_line);
+    assert_string_equal(frames[1].function, "inline_caller");
+    assert_int_equal(frames[1].line, inlined_call_line);
+    symbolizer_free(s);
+    unlink(copy);
 }
 
 static void test_wrappers(void **state)
@@ -129,6 +185,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_frame),
         cmocka_unit_test(test_inlined_frames),
+        cmocka_unit_test(test_no_aranges),
         cmocka_unit_test(test_wrappers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,11 +6,14 @@
 # declaration), with the exact SUMMARY line; the clean run is silent under every setting and
 # its trace replays clean (the views followed their roots through the three runs); misuse is
 # one usage warning per call; without the shim every mode runs as a plain program.
-# Usage: handles.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR
+# Usage: handles.sh TLSAN_BINARY SHARED_DIR SOURCE_DIR PROG_DIR [PROGRAM]
+# PROGRAM (default prog_handles) names another build of prog_handles.c in PROG_DIR: the test
+# shim_handles_clang runs this script on prog_handles_clang, built by clang, whose debug
+# information differs from gcc's (no .debug_aranges, line 0 for merged code).
 set -u -o pipefail
 . "$(dirname "$0")/lib/common.bash"
 shim_test_setup handles.sh "$@"
-prog=$progs/prog_handles
+prog=$progs/${5:-prog_handles}
 source_file=$src/tests/shim/prog_handles.c
 [ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
 
@@ -56,6 +59,18 @@ expect_count "$err" "${pid_line}use-after-release on tensor 'h1v'$" 1 uar-view
 expect_in "$err" "op 'relu_4' reads view 'h1v' of 'h1', after the release of its storage root" uar-view
 expect_top_frame "$err" "read by op 'relu_4' ($(at 'TLSAN_OP_SCOPE("relu_4", 0, TLSAN_READS(h3, h1v)') in graph) at" graph uar-view
 expect_count "$err" "^SUMMARY: tlsan: use-after-release h1v \(released, read by op 'relu_4'\)$" 1 uar-view
+# The stack's title in the trace and in the JSON line is the whole title (with the op's
+# source path it is longer than 63 bytes, where it was once cut).
+title="read by op 'relu_4' ($(at 'TLSAN_OP_SCOPE("relu_4", 0, TLSAN_READS(h3, h1v)') in graph) at"
+run "exitcode=23:trace_path=$tmp/uar.trace" uar-view
+rep=$("$bin" replay --no-symbolize "$tmp/uar.trace" 2>&1)
+expect_count "$rep" "^$(printf '%s' "$title" | sed 's/[][\\.*^$()]/\\&/g'):$" 1 "uar-view: the title in the replay"
+run "exitcode=23:trace=0:log_format=json" uar-view
+role=$(printf '%s\n' "$err" | python3 -c 'import json,sys
+for l in sys.stdin:
+    if l.startswith("{"):
+        print("\n".join(s["role"] for s in json.loads(l)["call_stacks"]))' 2>&1 | head -1)
+expect_eq "$role" "$title" "uar-view: the title in the JSON line"
 
 run exitcode=23 host-uar
 expect_rc 23 host-uar

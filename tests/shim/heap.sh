@@ -105,10 +105,12 @@ run_prog "$base" double
 expect_rc 134 "double: aborts as natively"
 expect_not_in "$out" "double done" "double: stopped at the second free"
 expect_count "$err" "^SUMMARY: tlsan: double-free of a 32-byte block\$" 1 "double: reported before the abort"
+expect_in "$err" "still in quarantine; the process aborts here, as glibc would (halt_on_error=native)" "double: says it aborts"
 # With halt_on_error=0: reported once, the second free ignored, the program ends.
 run_prog "$base:halt_on_error=0" double
 expect_rc 1 "double halt_on_error=0"
 expect_in "$out" "double done" "double: the program ran to its end"
+expect_in "$err" "still in quarantine; this free is ignored (halt_on_error=0)" "double: says the free is ignored"
 expect_match "$err" "^==[0-9]+==ERROR: tlsan: double-free on address $hex \(a 32-byte block\)\$" "double headline"
 expect_match "$err" "^freed again here:\$" "double: stack 1"
 expect_match "$err" "^first freed here:\$" "double: stack 2"

@@ -31,7 +31,10 @@
  *   readonly-small CASE  small blocks whose pages are protected, then freed or reallocated
  *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates
  *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways
- *   sampled-protect  a page-aligned block of a page made PROT_NONE, its access caught */
+ *   sampled-protect  a page-aligned block of a page made PROT_NONE, its access caught
+ *   small-stack BYTES  a thread with a stack of BYTES frees a block twice (glibc aborts)
+ *   small-altstack BYTES  a thread with a signal stack of BYTES (and a SIGSEGV handler on it)
+ *            reads a block after freeing it (caught when sampled: run with sample_rate=1) */
 #include "tlsan/tlsan.h"
 
 #include <dlfcn.h>
@@ -377,7 +380,7 @@ static void mode_limits(void)
     CHECK(errno == 4321, "free keeps errno");
     /* A successful allocation leaves errno alone (the shim's stack capture may set it). */
     errno = 4321;
-    p = memalign(0, 0);
+    p = memalign(opaque(0), 0); /* a constant 0 crashes clang 14's optimizer (alloc_align) */
     CHECK(p && errno == 4321, "memalign(0, 0) keeps errno (%d)", errno);
     free(p);
     errno = 4321;
@@ -990,6 +993,63 @@ static void mode_oom_probe(const char *arg)
         printf("oom-probe ok\n");
 }
 
+/* ---- small stacks: a report made on them ---- */
+
+static void *free_twice(void *arg)
+{
+    (void)arg;
+    char *volatile p = malloc(48);
+    p[0] = 1;
+    free(p);
+    free(p); /* the second free */
+    return NULL;
+}
+
+static void mode_small_stack(const char *bytes)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)atol(bytes));
+    pthread_t t;
+    CHECK(pthread_create(&t, &attr, free_twice, NULL) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    printf("small-stack returned\n"); /* not reached: glibc aborts on the double free */
+}
+
+static size_t g_altstack_bytes;
+
+static void on_segv_exit(int sig)
+{
+    (void)sig;
+    _exit(9);
+}
+
+static void *read_after_free(void *arg)
+{
+    (void)arg;
+    stack_t ss = {.ss_sp = malloc(g_altstack_bytes), .ss_size = g_altstack_bytes};
+    CHECK(ss.ss_sp && sigaltstack(&ss, NULL) == 0, "sigaltstack");
+    volatile char *p = malloc(48);
+    p[0] = 7;
+    free((void *)p);
+    int v = p[1]; /* read after free */
+    printf("small-altstack read %d\n", v != 999);
+    return NULL;
+}
+
+static void mode_small_altstack(const char *bytes)
+{
+    g_altstack_bytes = (size_t)atol(bytes);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_segv_exit;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, NULL);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, read_after_free, NULL) == 0, "pthread_create");
+    pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quick";
@@ -1034,6 +1094,10 @@ int main(int argc, char **argv)
         mode_exhaust();
     else if (strcmp(mode, "sampled-protect") == 0)
         mode_sampled_protect();
+    else if (strcmp(mode, "small-stack") == 0)
+        mode_small_stack(arg);
+    else if (strcmp(mode, "small-altstack") == 0)
+        mode_small_altstack(arg);
     else if (strcmp(mode, "deepbind") == 0)
         mode_deepbind(arg, argc > 3 ? argv[3] : "");
     else {

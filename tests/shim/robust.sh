@@ -132,6 +132,34 @@ native=$("$prog" sampled-protect 2>&1)
 expect_eq "$native" "sampled-protect ok" "sampled-protect natively"
 sampled_quiet sampled-protect 60 "$native"
 
+# A report made on a small stack: a thread of 16 to 128 KiB of stack, or a signal stack of
+# 16 to 64 KiB (sigaltstack, as Rust's threads and Python's faulthandler have). Symbolizing
+# needs about 170 KiB (libdw's line tables), and once ran past such a stack's end: SIGSEGV
+# instead of the report (139), or, past the guard page, into the program's memory (glibc then
+# aborted on a corrupted heap). The symbolizer runs on a stack of its own.
+src_line() { grep -n -- "$1" "$src/tests/shim/prog_robust.c" | head -n 1 | cut -d: -f1; }
+second_free=$(src_line "free(p); /\* the second free")
+for bytes in 16384 65536 131072; do
+    TLSAN_OPTIONS=trace=0 LD_PRELOAD="$shim" "$prog" small-stack "$bytes" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    err=$(cat "$tmp/err")
+    expect_rc 134 "small-stack $bytes: aborts as natively"
+    expect_count "$err" "^SUMMARY: tlsan: double-free of a 48-byte block\$" 1 "small-stack $bytes: the report"
+    expect_count "$err" "^    #0 0x[0-9a-f]+ in free_twice\+0x[0-9a-f]+ at .*/prog_robust\.c:$second_free " 1 \
+        "small-stack $bytes: the second free's line"
+done
+bad_read=$(src_line "int v = p\[1\]; /\* read after free")
+for bytes in 16384 32768 65536; do
+    TLSAN_OPTIONS=trace=0:sample_rate=1 LD_PRELOAD="$shim" "$prog" small-altstack "$bytes" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    err=$(cat "$tmp/err")
+    expect_count "$err" "^SUMMARY: tlsan: heap-use-after-free " 1 "small-altstack $bytes: the report"
+    expect_count "$err" "^    #0 0x[0-9a-f]+ in read_after_free\+0x[0-9a-f]+ at .*/prog_robust\.c:$bad_read " 1 \
+        "small-altstack $bytes: the read's line"
+    expect_not_in "$err" "tcache" "small-altstack $bytes: the program's heap intact"
+done
+
 # Little address space (ulimit -v): the shim's own mappings are small and grow as needed,
 # and when the real allocator fails the quarantine is emptied and the request retried, so a
 # program that fits natively still fits.
