@@ -323,6 +323,38 @@ static bool stderr_has_room(void)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) && !(p.revents & (POLLERR | POLLNVAL));
 }
 
+/* Warns when the command is set-user-ID or set-group-ID to another user or group: the
+ * dynamic loader then runs it in secure mode, ignores LD_PRELOAD and removes it from the
+ * environment, so neither it nor what it starts is checked, and the summary could only say
+ * "no findings". cmd is looked up in PATH as execvp will. */
+static void warn_if_set_id(const char *cmd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    bool found = false;
+    if (strchr(cmd, '/')) {
+        found = stat(cmd, &st) == 0;
+    } else {
+        const char *dirs = getenv("PATH");
+        for (const char *d = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; !found && *d;) {
+            size_t len = strcspn(d, ":");
+            snprintf(path, sizeof path, "%.*s%s%s", (int)len, len ? d : ".", "/", cmd);
+            found = access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+            d += len + (d[len] == ':');
+        }
+    }
+    if (!found)
+        return;
+    bool set_uid = (st.st_mode & S_ISUID) && st.st_uid != geteuid();
+    bool set_gid = (st.st_mode & S_ISGID) && st.st_gid != getegid();
+    if (set_uid || set_gid)
+        fprintf(stderr,
+                "tlsan: run: warning: '%s' is set-%s-ID: the dynamic loader ignores LD_PRELOAD "
+                "for it and drops it from its environment, so it and the programs it starts run "
+                "unchecked\n",
+                cmd, set_uid ? "user" : "group");
+}
+
 /* Prints the summary line; returns tlsan run's exit status for a program that exited (a
  * signal death is the caller's to repeat). The rule is the shim's (docs/runtime.md,
  * `exitcode`): findings turn an exit status of 0 into `exitcode`; any other status stays. */
@@ -626,6 +658,7 @@ int run_command(int argc, char **argv)
     struct sigaction old[sizeof forwarded / sizeof *forwarded];
     for (size_t k = 0; k < sizeof forwarded / sizeof *forwarded; k++)
         sigaction(forwarded[k], &fwd, &old[k]);
+    warn_if_set_id(argv[i]);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {

@@ -222,5 +222,21 @@ for odd in "with space" "with:colon"; do
         "a shim at '$odd'"
 done
 
+# ---- 11. a set-user-ID command: LD_PRELOAD is ignored for it, and tlsan says so ----
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+    cp "$(type -P true)" "$tmp/setuid-true"
+    chown nobody "$tmp/setuid-true"
+    chmod 4755 "$tmp/setuid-true"
+    "$bin" run -- "$tmp/setuid-true" >"$tmp/out" 2>"$tmp/err"
+    expect_eq "$?:$(head -n 1 "$tmp/err")" \
+        "0:tlsan: run: warning: '$tmp/setuid-true' is set-user-ID: the dynamic loader ignores LD_PRELOAD for it and drops it from its environment, so it and the programs it starts run unchecked" \
+        "a set-user-ID command"
+    chmod 0755 "$tmp/setuid-true"
+    "$bin" run -- "$tmp/setuid-true" >"$tmp/out" 2>"$tmp/err"
+    expect_eq "$(grep -c warning "$tmp/err")" "0" "the same command without the bit: no warning"
+else
+    echo "note: not root: the set-user-ID check skipped"
+fi
+
 echo "run_native.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]
