@@ -453,6 +453,16 @@ static void mode_churn(void)
     printf("churn fails %ld\n", fails);
 }
 
+/* Installs fn for sig with these sa_flags (and an empty mask). */
+static void set_handler(int sig, void (*fn)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sa.sa_flags = flags;
+    sigaction(sig, &sa, NULL);
+}
+
 /* ---- signals ---- */
 
 static volatile sig_atomic_t g_hits;
@@ -518,11 +528,7 @@ static void mode_usable_storm(void)
     g_storm_block = malloc(64);
     CHECK(g_storm_block, "malloc");
     g_storm_main = pthread_self();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_storm;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGUSR1, &sa, NULL);
+    set_handler(SIGUSR1, on_storm, SA_RESTART);
     pthread_t storm;
     CHECK(pthread_create(&storm, NULL, storm_main, NULL) == 0, "pthread_create");
     void *keep[300] = {0};
@@ -557,11 +563,7 @@ static void mode_signals(int threads)
     g_main = pthread_self();
     g_own = malloc(g_own_size = 64);
     CHECK(g_own, "malloc");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, NULL);
+    set_handler(SIGALRM, on_alarm, SA_RESTART);
     struct itimerval it = {{0, 50}, {0, 50}};
     setitimer(ITIMER_REAL, &it, NULL);
     void *ring[128] = {0};
@@ -1040,11 +1042,7 @@ static void *read_after_free(void *arg)
 static void mode_small_altstack(const char *bytes)
 {
     g_altstack_bytes = (size_t)atol(bytes);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_segv_exit;
-    sa.sa_flags = SA_ONSTACK;
-    sigaction(SIGSEGV, &sa, NULL);
+    set_handler(SIGSEGV, on_segv_exit, SA_ONSTACK);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, read_after_free, NULL) == 0, "pthread_create");
     pthread_join(t, NULL);
