@@ -144,6 +144,7 @@ static void fork_child(void)
     shim_t_locks = 0;
     shim_t_in_real = 0;
     heap_reinit_locks();
+    heap_fork_child();
     depot_reinit_lock();
     modules_reinit_lock();
     symheap_reinit_lock();

@@ -220,6 +220,11 @@ void heap_segv_install(void);
 struct sigaction;
 bool heap_segv_program_action(const struct sigaction *act, struct sigaction *old);
 
+/* In a forked child (shim.c's fork handler, after heap_reinit_locks): from now on the
+ * checks at exit look only at what this process allocates and frees, not at the copy of the
+ * parent's heap it was given (heap.c, g_qpushed). */
+void heap_fork_child(void);
+
 /* Fork handlers (shim.c): the quarantine lock, every table lock, the guard registry's. */
 void heap_lock_all(void);
 void heap_unlock_all(void);

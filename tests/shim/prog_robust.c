@@ -32,6 +32,9 @@
  *   exhaust  maps memory until the address space (ulimit -v) runs out, then allocates
  *   deepbind LIB [lazy]  opens LIB (lib_deepbind.c) with RTLD_DEEPBIND; blocks both ways
  *   sampled-protect  a page-aligned block of a page made PROT_NONE, its access caught
+ *   fork-own  the parent frees 2,000 blocks and keeps 2,000 live, then forks children that
+ *            overflow a block of their own, write into a block they freed, and (the last) write
+ *            into a block the parent freed before the fork; prints each child's status
  *   small-stack BYTES  a thread with a stack of BYTES frees a block twice (glibc aborts)
  *   small-altstack BYTES  a thread with a signal stack of BYTES (and a SIGSEGV handler on it)
  *            reads a block after freeing it (caught when sampled: run with sample_rate=1) */
@@ -706,6 +709,41 @@ static void mode_forkfind(void)
     printf("forkfind child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/* What a forked child's exit checks: its own blocks, not the copy of its parent's heap. */
+static void mode_fork_own(void)
+{
+    static char *live[2000], *freed[2000];
+    for (int i = 0; i < 2000; i++) {
+        live[i] = malloc(48);
+        freed[i] = malloc(48);
+    }
+    for (int i = 0; i < 2000; i++)
+        free(freed[i]);
+    for (int which = 0; which < 3; which++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (which == 0) {
+                volatile char *p = malloc(64); /* volatile: the stores are not dead */
+                p[64] = 1;                     /* the child's overflow */
+            } else if (which == 1) {
+                volatile char *p = malloc(32);
+                free((void *)p);
+                p[3] = 1; /* the child's write after free */
+            } else {
+                freed[7][3] = 1; /* into a block the parent freed: not checked at the exit */
+            }
+            exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        printf("fork-own child %d status %d\n", which,
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    for (int i = 0; i < 2000; i++)
+        free(live[i]);
+}
+
 static void mode_forklog(const char *dir)
 {
     char from[512], to[512];
@@ -1092,6 +1130,8 @@ int main(int argc, char **argv)
         mode_exhaust();
     else if (strcmp(mode, "sampled-protect") == 0)
         mode_sampled_protect();
+    else if (strcmp(mode, "fork-own") == 0)
+        mode_fork_own();
     else if (strcmp(mode, "small-stack") == 0)
         mode_small_stack(arg);
     else if (strcmp(mode, "small-altstack") == 0)
