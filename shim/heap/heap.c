@@ -135,6 +135,8 @@ struct slot {
 /* Tracked while g_epoch_flag had this bit: it flips in every forked child, so that the
  * child's check at exit can tell (most of) the blocks it allocated from those it inherited. */
 #define F_EPOCH (1u << 12)
+_Static_assert(HEAP_SIZE_MAX - 1 <= META_SIZE,
+               "every size heap_layout accepts fits below the flags");
 _Static_assert((F_LEFT_MASK & HEAP_FAMILY_MASK) == 0 && (HEAP_FAMILY_MASK >> 12) == 0,
                "the family's bits are its own, within the 13 bits of flags");
 

@@ -61,9 +61,9 @@ enum heap_family {
  * most 1024 blocks are guarded at once (each may split a mapping), holding at most 64 times
  * the quarantine's budget of address space. */
 #define HEAP_GUARD_MIN ((size_t)128 * 1024)
-/* The largest block the shim hands out (the table keeps sizes in 52 bits): beyond any user
+/* The largest block the shim hands out (the table keeps sizes in 51 bits): beyond any user
  * address space, so no allocation the real allocator could satisfy is refused. */
-#define HEAP_SIZE_MAX ((size_t)1 << 52)
+#define HEAP_SIZE_MAX ((size_t)1 << 51)
 
 /* Where the program's block lies in the one asked of the real allocator: at `left` bytes
  * into it (the left redzone's 16 bytes end there; a large block starts a page in, so that
