@@ -102,24 +102,18 @@ static struct {
     const symbol_raw_frame *raw;
     size_t n_raw, max, n;
     bool exact_first;
-    symbolizer *sym;
 } g_run; /* under g_lock */
 
 static symbol_stack_frame g_frames[REPORT_STACK_FRAMES]; /* under g_lock */
 
-/* Loads libdw when not tried yet and symbolizes g_run's frames into g_frames. Lock held. */
+/* Loads libdw when not tried yet and symbolizes g_run's frames into g_frames. Lock held.
+ * On the symbolizer's stack, its return goes back to g_run.caller (uc_link). */
 static void symbolize_locked(void)
 {
     if (g_state == LIBDW_UNTRIED)
         load_locked();
-    g_run.sym = g_state == LIBDW_READY ? g_sym : NULL;
-    g_run.n = symbolizer_stack_frames(g_run.sym, g_run.raw, g_run.n_raw, g_run.exact_first,
-                                      g_frames, g_run.max);
-}
-
-static void symbolize_on_own_stack(void)
-{
-    symbolize_locked(); /* then back to g_run.caller (uc_link) */
+    g_run.n = symbolizer_stack_frames(g_state == LIBDW_READY ? g_sym : NULL, g_run.raw, g_run.n_raw,
+                                      g_run.exact_first, g_frames, g_run.max);
 }
 
 /* symbolize_locked, on the symbolizer's stack when it can be had. Lock held. */
@@ -142,7 +136,7 @@ static void symbolize_switched(void)
     g_run.callee.uc_stack.ss_sp = g_run.stack;
     g_run.callee.uc_stack.ss_size = SYM_STACK_BYTES;
     g_run.callee.uc_link = &g_run.caller;
-    makecontext(&g_run.callee, symbolize_on_own_stack, 0);
+    makecontext(&g_run.callee, symbolize_locked, 0);
     if (swapcontext(&g_run.caller, &g_run.callee) != 0)
         symbolize_locked();
 }
