@@ -338,7 +338,10 @@ static void warn_if_set_id(const char *cmd)
         const char *dirs = getenv("PATH");
         for (const char *d = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; !found && *d;) {
             size_t len = strcspn(d, ":");
-            snprintf(path, sizeof path, "%.*s%s%s", (int)len, len ? d : ".", "/", cmd);
+            if (len) /* an empty entry is the current directory */
+                snprintf(path, sizeof path, "%.*s/%s", (int)len, d, cmd);
+            else
+                snprintf(path, sizeof path, "./%s", cmd);
             found = access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode);
             d += len + (d[len] == ':');
         }
