@@ -313,14 +313,3 @@ char *symbol_frame_text(const symbol_raw_frame *raw, const symbol_frame *f, char
         snprintf(buf, buf_bytes, "%s (%s)", fn, where);
     return buf;
 }
-
-char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
-                       size_t buf_bytes)
-{
-    symbol_frame frames[16];
-    size_t n = symbolizer_lookup(s, path, bias, offset, frames, sizeof frames / sizeof frames[0]);
-    symbol_raw_frame raw = {path, bias, offset};
-    symbol_frame none = {0};
-    /* the function holding the code, at its own line: the call of the inlined ones */
-    return symbol_frame_text(&raw, n ? &frames[n - 1] : &none, buf, buf_bytes);
-}

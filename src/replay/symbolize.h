@@ -84,10 +84,4 @@ const char *symbolize_base_name(const char *path);
 char *symbol_frame_text(const symbol_raw_frame *raw, const symbol_frame *f, char *buf,
                         size_t buf_bytes);
 
-/* One raw frame in one line: the function holding the code at its own line (for an address
- * inside inlined code, the line of the outermost inlined call), as symbol_frame_text; s may
- * be NULL (no lookup). Returns buf. */
-char *symbolizer_frame(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
-                       size_t buf_bytes);
-
 #endif

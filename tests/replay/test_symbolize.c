@@ -47,6 +47,18 @@ __attribute__((noinline)) static void inline_caller(void)
     __asm__ volatile("" ::: "memory");
 }
 
+/* One raw frame in one line: the function holding the code at its own line (for an address
+ * inside inlined code, the line of the outermost inlined call), as symbol_frame_text. */
+static char *frame_line(symbolizer *s, const char *path, uint64_t bias, uint64_t offset, char *buf,
+                        size_t buf_bytes)
+{
+    symbol_frame frames[16];
+    size_t n = symbolizer_lookup(s, path, bias, offset, frames, sizeof frames / sizeof frames[0]);
+    symbol_raw_frame raw = {path, bias, offset};
+    symbol_frame none = {0};
+    return symbol_frame_text(&raw, n ? &frames[n - 1] : &none, buf, buf_bytes);
+}
+
 static int find_main(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
@@ -69,12 +81,12 @@ static void test_own_frame(void **state)
     exe[n] = '\0';
     symbolizer *s = symbolizer_create();
     char buf[1024], want[64];
-    symbolizer_frame(s, exe, bias, marker_return - bias, buf, sizeof buf);
+    frame_line(s, exe, bias, marker_return - bias, buf, sizeof buf);
     snprintf(want, sizeof want, "at test_symbolize.c:%d (", marker_line);
     assert_non_null(strstr(buf, "caller+0x"));
     assert_non_null(strstr(buf, want));
     /* A file that cannot be read keeps module+offset. */
-    symbolizer_frame(s, "/nonexistent/libx.so", 0x1000, 0x42, buf, sizeof buf);
+    frame_line(s, "/nonexistent/libx.so", 0x1000, 0x42, buf, sizeof buf);
     assert_string_equal(buf, "libx.so+0x42");
     symbolizer_free(s);
 }
@@ -105,7 +117,7 @@ static void test_inlined_frames(void **state)
     /* In one line: the function holding the code at its own line, the inlined call's (not
      * the inlined function's line beside its caller's name). */
     char buf[1024], want[64];
-    symbolizer_frame(s, exe, bias, marker_return - bias, buf, sizeof buf);
+    frame_line(s, exe, bias, marker_return - bias, buf, sizeof buf);
     snprintf(want, sizeof want, "at test_symbolize.c:%d (", inlined_call_line);
     if (!strstr(buf, "inline_caller+0x") || !strstr(buf, want))
         fail_msg("one line for an inlined call: %s", buf);
@@ -147,7 +159,7 @@ static void test_no_aranges(void **state)
     assert_int_not_equal(system(cmd), 0); /* the section is gone */
     symbolizer *s = symbolizer_create();
     char buf[1024], want[64];
-    symbolizer_frame(s, copy, bias, marker_return - bias, buf, sizeof buf);
+    frame_line(s, copy, bias, marker_return - bias, buf, sizeof buf);
     snprintf(want, sizeof want, "caller+0x");
     assert_non_null(strstr(buf, want));
     snprintf(want, sizeof want, "at test_symbolize.c:%d (", marker_line);
