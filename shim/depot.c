@@ -23,6 +23,7 @@
 
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -272,6 +273,302 @@ uint32_t depot_walk_end(void **buf, int n)
 {
     return walk_finish(buf, n, 0);
 }
+
+/* ---- the memo of repeated stacks (x86-64) ----
+ *
+ * Most captures repeat a stack the thread captured a moment ago: a program allocates from few
+ * call sites, each on one path. A hot call site is then recognised without a walk, by reading
+ * back the return addresses its stack held when it was walked. An entry is keyed by the hook's
+ * stack pointer and return address; it holds the id of the stack walked there, and where each
+ * of the stack's further return addresses was stored (found by walking with libunwind's
+ * cursor, which gives each frame's stack pointer: on x86-64 a frame's return address is the
+ * word below its caller's stack pointer) with its value. A capture with the same key whose
+ * words at those places still hold those values has the same frames: the hook's frame sits at
+ * the same place, and each frame's place follows from the one below it and its code address,
+ * and a frame whose size varies from call to call (alloca, variable-length arrays) has a frame
+ * pointer, whose saved value is verified too (memo_walk says which frames are never
+ * memoised). Without that, a word left over from an earlier, differently sized call could
+ * stand where the return address was and make a false match.
+ * The words are read innermost first and the reading stops at the first that differs; they
+ * lie within MEMO_SPAN above the hook's frame, where they were the thread's stack when the
+ * entry was filled.
+ *
+ * Cost: a hit reads a few lines of hot stack (about a tenth of a walk); a fill walks with the
+ * cursor (microseconds: libunwind masks signals around each frame's lookup), so an entry is
+ * filled only once its key has been seen MEMO_FILL_AFTER times, and one whose stacks keep
+ * differing (a helper called from many places at the same depth) is emptied and filled again
+ * only after exponentially more sightings. A stack through a signal frame, whose return
+ * address is not below its caller's stack pointer, is never memoised. */
+#ifdef DEPOT_MEMO
+#define MEMO_WAYS_LOG2  4u
+#define MEMO_WAYS       (1u << MEMO_WAYS_LOG2)
+#define MEMO_FRAMES     18u /* the hook's frame, then stack_depth 16 and one */
+#define MEMO_WORDS      32u /* return addresses and saved frame pointers to verify */
+#define MEMO_FILL_AFTER 32u
+#define MEMO_BACKOFF    8u /* at most MEMO_FILL_AFTER << 8 sightings before a fill */
+#define MEMO_CREDIT_MAX 64
+#define MEMO_SPAN       (1u << 20)
+
+struct memo {
+    uintptr_t sp, ra; /* the key; sp 0: the way is free */
+    uint32_t id;      /* the stack's id; 0: not filled */
+    uint16_t seen;    /* sightings of the key since the way was taken or emptied */
+    int8_t credit;    /* hits raise it, differing stacks lower it; below -16 the entry empties */
+    uint8_t backoff;  /* fills that failed or were undone */
+    uint8_t n;        /* words to verify */
+    uint32_t off[MEMO_WORDS]; /* their offsets above sp */
+    uintptr_t val[MEMO_WORDS];
+};
+
+/* A thread's memo is a block of its own, not thread-local storage: glibc carves static TLS
+ * out of each thread's stack, and a thread of PTHREAD_STACK_MIN (16 KiB) had no room left for
+ * the shim's capture once the memo was there (robust.sh small-stack). A thread takes a block
+ * after MEMO_TAKE_AFTER captures (a short-lived thread never pays for one) and gives it back
+ * at its exit (a thread-specific key's destructor) to a free list that later threads take
+ * from. */
+#define MEMO_TAKE_AFTER 64u
+struct memo_block {
+    struct memo way[MEMO_WAYS];
+    struct memo_block *next; /* on the free list */
+};
+
+static pthread_key_t g_memo_key;
+static atomic_int g_memo_on; /* the key exists */
+static struct memo_block *g_memo_free;
+static shim_lock g_memo_lock = SHIM_LOCK_INIT;
+static __thread struct memo_block *t_memo __attribute__((tls_model("initial-exec")));
+/* Captures before the block is taken; UINT32_MAX once the thread gave its block back. */
+static __thread uint32_t t_memo_wait __attribute__((tls_model("initial-exec")));
+static __thread uint64_t t_memo_hits, t_memo_fills __attribute__((tls_model("initial-exec")));
+
+static void memo_give_back(void *p)
+{
+    struct memo_block *b = p;
+    t_memo = NULL;
+    t_memo_wait = UINT32_MAX; /* a later destructor's allocations go without */
+    memset(b->way, 0, sizeof b->way);
+    shim_lock_take(&g_memo_lock);
+    b->next = g_memo_free;
+    g_memo_free = b;
+    shim_lock_drop(&g_memo_lock);
+}
+
+bool depot_memo_init(void)
+{
+    if (atomic_load(&g_memo_on))
+        return true;
+    /* Only a key whose value glibc keeps in the thread's descriptor: setting one of the keys
+     * from 32 on may allocate, from inside a hook. */
+    pthread_key_t k;
+    if (pthread_key_create(&k, memo_give_back) != 0)
+        return false;
+    if (k >= 32) {
+        pthread_key_delete(k);
+        return false;
+    }
+    g_memo_key = k;
+    atomic_store(&g_memo_on, 1);
+    return true;
+}
+
+/* The calling thread's block, taken from the free list or mapped; NULL while it waits for
+ * MEMO_TAKE_AFTER captures, or when there is none. */
+static struct memo_block *memo_block(void)
+{
+    struct memo_block *b = t_memo;
+    if (b || t_memo_wait == UINT32_MAX || !atomic_load_explicit(&g_memo_on, memory_order_acquire))
+        return b;
+    if (++t_memo_wait < MEMO_TAKE_AFTER)
+        return NULL;
+    shim_lock_take(&g_memo_lock);
+    b = g_memo_free;
+    if (b)
+        g_memo_free = b->next;
+    shim_lock_drop(&g_memo_lock);
+    if (!b)
+        b = map(sizeof *b);
+    if (!b || pthread_setspecific(g_memo_key, b) != 0) {
+        t_memo_wait = UINT32_MAX;
+        return NULL; /* (a mapped block is then kept: at most one a thread) */
+    }
+    t_memo = b;
+    return b;
+}
+
+static struct memo *memo_way(struct memo_block *b, uintptr_t sp, uintptr_t ra)
+{
+    uint64_t h = (ra ^ (sp >> 4)) * 0x9e3779b97f4a7c15ull;
+    return &b->way[h >> (64 - MEMO_WAYS_LOG2)];
+}
+
+/* Reads the program's stack words above the hook's frame: not instrumented in the
+ * sanitizer builds of the tests, where those words lie in other functions' frames. */
+__attribute__((no_sanitize_address)) static bool memo_still_there(const struct memo *m,
+                                                                  uintptr_t sp)
+{
+    for (unsigned k = 0; k < m->n; k++)
+        if (*(const volatile uintptr_t *)(sp + m->off[k]) != m->val[k])
+            return false;
+    return true;
+}
+
+uint32_t depot_memo_find(uintptr_t sp, uintptr_t ra)
+{
+    if (t_capturing)
+        return 0;
+    struct memo_block *b = memo_block();
+    if (!b)
+        return 0;
+    struct memo *m = memo_way(b, sp, ra);
+    if (m->sp != sp || m->ra != ra) {
+        if (m->id && m->credit > 0) {
+            m->credit--; /* a hot entry is not given up for one other key */
+            return 0;
+        }
+        memset(m, 0, sizeof *m);
+        m->sp = sp;
+        m->ra = ra;
+        m->seen = 1;
+        return 0;
+    }
+    uint32_t id = m->id;
+    if (!id) {
+        if (m->seen < UINT16_MAX)
+            m->seen++;
+        return 0;
+    }
+    /* A signal handler's capture on this thread may take the way meanwhile (never during a
+     * fill, which is inside the capture, so it never fills a way half): the key read again
+     * after the words says whether they were this entry's. */
+    bool there = memo_still_there(m, sp);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (m->sp != sp || m->ra != ra || m->id != id)
+        return 0;
+    if (!there) {
+        m->credit = (int8_t)(m->credit - 4);
+        if (m->credit < -16) {
+            m->id = 0;
+            m->seen = 0;
+            m->credit = 0;
+            if (m->backoff < MEMO_BACKOFF)
+                m->backoff++;
+        }
+        return 0;
+    }
+    if (m->credit < MEMO_CREDIT_MAX)
+        m->credit++;
+    t_memo_hits++;
+    return id;
+}
+
+/* Appends one word to verify; false when it lies outside the span above the hook's frame. */
+static bool memo_add(struct memo *m, uintptr_t sp, uintptr_t at, uintptr_t val)
+{
+    if (m->n >= MEMO_WORDS || at <= sp || at - sp >= MEMO_SPAN)
+        return false;
+    m->off[m->n] = (uint32_t)(at - sp);
+    m->val[m->n] = val;
+    m->n++;
+    return true;
+}
+
+/* Walks again with libunwind's cursor from here and records, for buf[2] .. buf[n - 1], where
+ * each was stored, and for a frame with a frame pointer below the last, where its rbp was
+ * saved, with the value (its CFA is rbp + 16, so the frame's place is known once rbp is,
+ * whatever its size). False (not memoised) when the walk does not give the same frames, when
+ * a return address is not stored below its caller's stack pointer (a signal frame), when a
+ * place lies beyond MEMO_SPAN, or when a frame below the last may vary in size other than
+ * that way: one whose rbp points into it but not 16 bytes below its CFA (stack realignment),
+ * or whose rbp was not saved above the hook's frame. A frame whose rbp does not point into it
+ * has a CFA of its stack pointer plus a constant: the same size at every call from one code
+ * address. buf[0] is the hook's own frame, buf[1] the return address ra, stored in the hook's
+ * frame. */
+static bool memo_walk(void *const *buf, int n, uintptr_t sp, struct memo *m)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+        return false;
+    /* To the hook's caller: the frame whose ip is buf[1], after the one whose sp is the
+     * hook's (this function and its caller may be inlined into each other). */
+    unw_word_t ip, fsp, rbp, prev_sp = 0;
+    for (int k = 0;; k++) {
+        if (k > 4 || unw_get_reg(&c, UNW_REG_IP, &ip) != 0 ||
+            unw_get_reg(&c, UNW_REG_SP, &fsp) != 0)
+            return false;
+        if (ip == (unw_word_t)buf[1] && prev_sp == sp)
+            break;
+        prev_sp = fsp;
+        if (unw_step(&c) <= 0)
+            return false;
+    }
+    m->n = 0;
+    for (int i = 2; i < n; i++) {
+        /* Frame i - 1, the cursor's: its size must follow from what is verified. */
+        unw_word_t below = fsp;
+        unw_save_loc_t loc;
+        if (unw_get_reg(&c, UNW_X86_64_RBP, &rbp) != 0 ||
+            unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0)
+            return false;
+        if (unw_step(&c) <= 0 || unw_get_reg(&c, UNW_REG_IP, &ip) != 0 ||
+            unw_get_reg(&c, UNW_REG_SP, &fsp) != 0 || ip != (unw_word_t)buf[i])
+            return false;
+        if (rbp >= below && rbp <= fsp) {
+            if (rbp + 16 != fsp || loc.type != UNW_SLT_MEMORY ||
+                *(const uintptr_t *)loc.u.addr != (uintptr_t)rbp ||
+                !memo_add(m, sp, (uintptr_t)loc.u.addr, (uintptr_t)rbp))
+                return false;
+        }
+        uintptr_t at = (uintptr_t)fsp - sizeof(uintptr_t);
+        if (*(const uintptr_t *)at != (uintptr_t)ip || !memo_add(m, sp, at, (uintptr_t)ip))
+            return false;
+    }
+    return true;
+}
+
+__attribute__((noinline)) uint32_t depot_walk_end_memo(void **buf, int n, uintptr_t sp,
+                                                       uintptr_t ra)
+{
+    struct memo_block *b = t_memo;
+    if (!b)
+        return walk_finish(buf, n, 0);
+    struct memo *m = memo_way(b, sp, ra);
+    bool fill = m->sp == sp && m->ra == ra && !m->id &&
+                m->seen >= (MEMO_FILL_AFTER << m->backoff) && n >= 2 && n <= (int)MEMO_FRAMES &&
+                (uintptr_t)buf[1] == ra;
+    bool walked = fill && memo_walk(buf, n, sp, m);
+    uint32_t id = walk_finish(buf, n, 0);
+    if (fill) {
+        m->seen = 0;
+        if (walked && id) {
+            atomic_signal_fence(memory_order_seq_cst); /* the words before the id */
+            m->id = id;
+            m->credit = 0;
+            t_memo_fills++;
+        } else if (m->backoff < MEMO_BACKOFF) {
+            m->backoff++;
+        }
+    }
+    return id;
+}
+
+void depot_memo_counts(uint64_t *hits, uint64_t *fills)
+{
+    *hits = t_memo_hits;
+    *fills = t_memo_fills;
+}
+#else
+bool depot_memo_init(void)
+{
+    return false;
+}
+
+void depot_memo_counts(uint64_t *hits, uint64_t *fills)
+{
+    *hits = 0;
+    *fills = 0;
+}
+#endif
 
 __attribute__((noinline)) uint32_t depot_capture(unsigned skip)
 {

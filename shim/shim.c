@@ -234,8 +234,10 @@ static void init_once(void)
     /* Before the first stack capture initialises libunwind, while the process most likely
      * has one thread: libunwind's own memory validation would hold a pipe on the lowest free
      * descriptors and read and write them for the rest of the run (unwind.h). */
-    if (g_opts.stack_depth > 0)
+    if (g_opts.stack_depth > 0) {
         unwind_setup();
+        depot_memo_init();
+    }
     trace_open();
     atomic_store(&g_owner_pid, (int)syscall(SYS_getpid));
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {

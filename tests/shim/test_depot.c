@@ -204,11 +204,152 @@ static void modules(void **state)
     dlclose(h);
 }
 
+/* ---- the memo of repeated stacks against a walk of every capture ----
+ * Random paths of calls down to one hook-like function that captures twice at each call: with
+ * the memo (depot_capture_here) and with a plain walk. The two must name the same frames
+ * (after frame 0, the two capture points). The paths mix frames of fixed size, frames of a
+ * size set by the path (alloca, with a frame pointer), recursion, and calls through one call
+ * site to different functions, so that one key (the hook's stack pointer and return address)
+ * is reached by many different stacks. */
+#define TWIN_PATHS    48
+#define TWIN_MAX_LEN  14
+#define TWIN_CAPTURES 60000
+
+struct twin_path {
+    unsigned len;
+    unsigned char op[TWIN_MAX_LEN];
+    unsigned short size[TWIN_MAX_LEN];
+};
+
+struct twin_result {
+    uint32_t memo, plain;
+};
+
+__attribute__((always_inline)) static inline uint32_t plain_capture_here(void)
+{
+    void *buf[DEPOT_WALK_BUF];
+    int want = depot_walk_begin();
+    return want ? depot_walk_end(buf, unw_backtrace(buf, want)) : 0;
+}
+
+__attribute__((noinline)) static void twin_hook(struct twin_result *r)
+{
+    r->memo = depot_capture_here();
+    r->plain = plain_capture_here();
+    __asm__ volatile("" ::: "memory");
+}
+
+static void twin_next(const struct twin_path *p, unsigned i, struct twin_result *r);
+
+__attribute__((noinline)) static void twin_fixed_a(const struct twin_path *p, unsigned i,
+                                                   struct twin_result *r)
+{
+    twin_next(p, i + 1, r);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void twin_fixed_b(const struct twin_path *p, unsigned i,
+                                                   struct twin_result *r)
+{
+    twin_next(p, i + 1, r);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void twin_alloca(const struct twin_path *p, unsigned i,
+                                                  struct twin_result *r)
+{
+    volatile char *a = __builtin_alloca(p->size[i]);
+    a[0] = 1; /* the rest is left as earlier calls wrote it */
+    twin_next(p, i + 1, r);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void twin_big(const struct twin_path *p, unsigned i,
+                                               struct twin_result *r)
+{
+    volatile char big[1500];
+    big[p->size[i] % sizeof big] = 1;
+    twin_next(p, i + 1, r);
+    __asm__ volatile("" ::: "memory");
+}
+
+typedef void twin_fn(const struct twin_path *, unsigned, struct twin_result *);
+static twin_fn *volatile g_twin_fns[4] = {twin_fixed_a, twin_fixed_b, twin_alloca, twin_big};
+
+__attribute__((noinline)) static void twin_next(const struct twin_path *p, unsigned i,
+                                                struct twin_result *r)
+{
+    if (i == p->len)
+        twin_hook(r);
+    else
+        g_twin_fns[p->op[i]](p, i, r); /* one call site, four callees */
+    __asm__ volatile("" ::: "memory");
+}
+
+static uint64_t twin_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static void memo_twin(void **state)
+{
+    (void)state;
+    assert_true(depot_memo_init());
+    static struct twin_path paths[TWIN_PATHS];
+    uint64_t seed = 7;
+    for (unsigned k = 0; k < TWIN_PATHS; k++) {
+        struct twin_path *p = &paths[k];
+        p->len = (unsigned)(twin_rand(&seed) % (TWIN_MAX_LEN + 1));
+        for (unsigned i = 0; i < p->len; i++) {
+            p->op[i] = (unsigned char)(twin_rand(&seed) % 4);
+            p->size[i] = (unsigned short)(16 * (1 + twin_rand(&seed) % 24));
+        }
+    }
+    /* Half the hot paths reach the hook at one stack pointer through different stacks: two
+     * alloca frames whose sizes add up to the same, around a frame that differs. Only the
+     * saved frame pointers tell them apart (a word left where another's return address was
+     * stands at the same place). */
+    for (unsigned k = 0; k < 4; k++) {
+        struct twin_path *p = &paths[k];
+        p->len = 3;
+        p->op[0] = 2;
+        p->op[1] = (unsigned char)(k % 2);
+        p->op[2] = 2;
+        p->size[0] = (unsigned short)(16 * (1 + k));
+        p->size[2] = (unsigned short)(16 * (8 - k));
+    }
+    uint64_t hits0, fills0, hits, fills;
+    depot_memo_counts(&hits0, &fills0);
+    unsigned differ = 0;
+    for (unsigned n = 0; n < TWIN_CAPTURES; n++) {
+        /* Three in four captures come from 8 hot paths (as a program's allocations come from
+         * few call sites), the others from any path. */
+        unsigned pick = (unsigned)twin_rand(&seed);
+        const struct twin_path *p = &paths[pick % 4 ? pick % 8 : pick % TWIN_PATHS];
+        struct twin_result r = {0, 0};
+        twin_next(p, 0, &r);
+        const uintptr_t *fm, *fp;
+        unsigned nm = depot_get(r.memo, &fm), np = depot_get(r.plain, &fp);
+        if (nm == 0 || nm != np || memcmp(fm + 1, fp + 1, (nm - 1) * sizeof *fm) != 0)
+            differ++;
+    }
+    depot_memo_counts(&hits, &fills);
+    fprintf(stderr, "memo twin: %u captures, %llu memo hits, %llu fills, %u differ\n",
+            TWIN_CAPTURES, (unsigned long long)(hits - hits0), (unsigned long long)(fills - fills0),
+            differ);
+    assert_int_equal(differ, 0);
+    /* The memo answered many captures (the test is of it, not of the walk), though half the
+     * hot paths share one key and keep emptying its entry. */
+    assert_true(hits - hits0 > TWIN_CAPTURES / 8);
+    assert_true(fills - fills0 >= 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(put_get),    cmocka_unit_test(capture), cmocka_unit_test(format),
-        cmocka_unit_test(concurrent), cmocka_unit_test(modules),
+        cmocka_unit_test(concurrent), cmocka_unit_test(modules), cmocka_unit_test(memo_twin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
