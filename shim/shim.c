@@ -294,7 +294,7 @@ __attribute__((constructor)) static void shim_constructor(void)
 /* Runs once, late: checks what is left in quarantine, then makes findings the exit status,
  * as LeakSanitizer does. From the destructor (the program's atexit handlers and destructors
  * ran before) or from the program's own _exit/_Exit (interpose.c), which skip destructors:
- * a write after free followed by _exit is found too. */
+ * a write after free followed by _exit is found too, and its trace closed. */
 static atomic_int g_exit_checked;
 
 /* The heap's last checks, once per process: what is in quarantine and the redzones of what
@@ -314,6 +314,9 @@ void shim_exit_quick_checks(void)
         return;
     bool entered = shim_enter();
     verify_heap_once();
+    /* The process ends here as it chose to: its trace gets its end record, as at exit, so
+     * that it does not read as the trace of a process that died. */
+    trace_close(report_count());
     if (entered)
         shim_leave();
 }

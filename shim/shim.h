@@ -51,10 +51,10 @@ void shim_interpose_resolve(void) __attribute__((weak));
  * shim_exit_quick_checks did), the summary, the trace closed; with findings, an exit status
  * of 0 then becomes the exitcode option (a later exit handler, see shim.c). */
 void shim_exit_checks(void);
-/* From the program's _exit and _Exit (interpose.c), which skip destructors: only the
- * quarantine verified, so a write after free followed by _exit is reported and recorded; the
- * exit status stays the program's and the trace has no end record, as for a process that
- * dies. Nothing in a vfork child (it shares the parent's memory). */
+/* From the program's _exit and _Exit (interpose.c), which skip destructors: the quarantine
+ * verified, so a write after free followed by _exit is reported and recorded, and the trace
+ * closed with its end record, as at exit; the exit status stays the program's (no summary
+ * line either). Nothing in a vfork child (it shares the parent's memory). */
 void shim_exit_quick_checks(void);
 /* Ends the process at once with status, as _exit does, without going through the hook. */
 _Noreturn void shim_real_exit(int status);

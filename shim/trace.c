@@ -4,7 +4,7 @@
  * (no annotation, no finding) leaves no file. It is mapped MAP_SHARED and grown from 4 KiB
  * by doubling, then in 1 MiB steps (fallocate, so a full disk is an error here and not a
  * SIGBUS later), so every record is in the page cache as soon as it is written: a crash,
- * _exit or SIGKILL loses nothing that was completed. A record is written
+ * SIGKILL or an exec loses nothing that was completed. A record is written
  * payload first and its tag byte last (a release store): a record cut short by a crash
  * still has tag 0 there, which readers take as the end of the trace.
  *

@@ -836,19 +836,26 @@ EXPORT size_t malloc_usable_size(void *p)
 }
 
 /* _exit and _Exit skip destructors, so without these a write after free followed by _exit
- * would never be checked. A call made inside the shim (a halting report) ends at once; so
- * does a vfork child's (shim_exit_quick_checks). */
+ * would never be checked, nor the trace closed. A call made inside the shim (a halting
+ * report) ends at once; so does a vfork child's (shim_exit_quick_checks), and one from a
+ * signal handler that interrupted a locked section of its own thread (lock.h): the checks
+ * and the trace's end would wait for a lock the thread itself holds. That process ends as
+ * one that died, its trace without an end record. */
+static void exit_checks(void)
+{
+    if (!shim_t_in_shim && !shim_t_locks)
+        shim_exit_quick_checks();
+}
+
 EXPORT void _exit(int status)
 {
-    if (!shim_t_in_shim)
-        shim_exit_quick_checks();
+    exit_checks();
     shim_real_exit(status);
 }
 
 EXPORT void _Exit(int status)
 {
-    if (!shim_t_in_shim)
-        shim_exit_quick_checks();
+    exit_checks();
     shim_real_exit(status);
 }
 

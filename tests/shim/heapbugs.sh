@@ -192,7 +192,9 @@ expect_in "$(cat "$tmp/err")" "tlsan: suppressions $tmp/none: cannot open: No su
     "a missing suppressions file"
 
 # _exit and _Exit skip destructors: the write after free is found at exit all the same, and
-# the program's output and the findings' exit status are kept.
+# the program's output and the findings' exit status are kept. The process chose to end: its
+# trace has its end record (replay says nothing of a death) and tlsan run's summary counts
+# no truncated trace.
 for ex in _exit _Exit; do
     run "$ex"
     expect_kind "$ex" heap-write-after-free 1
@@ -200,6 +202,16 @@ for ex in _exit _Exit; do
     expect_eq "$(cat "$tmp/out")" "exit$([ "$ex" = _exit ] && echo " done")" "$ex: output kept"
     expect_stack "$ex" heap-write-after-free exit_after_free "allocated here" "exit-after-free: allocated"
     expect_stack "$ex" heap-write-after-free exit_after_free "freed here" "exit-after-free: freed"
+    expect_eq "$("$bin" replay "$tmp/t.trace" 2>&1 >/dev/null)" \
+        "tlsan: replay: $tmp/t.trace: the process reported 1 finding at run time (heap-write-after-free)" \
+        "$ex: replay of its trace (an end record)"
+    rm -rf "$tmp/rd" && mkdir "$tmp/rd"
+    TMPDIR=$tmp/rd TLSAN_OPTIONS=quarantine_mb=1 "$bin" run -- "$prog" "$ex" >/dev/null 2>"$tmp/err"
+    rc=$?
+    rundir=$(find "$tmp/rd" -mindepth 1 -maxdepth 1 -name 'tlsan-run.*')
+    expect_eq "$rc:$(tail -n 1 "$tmp/err")" \
+        "1:tlsan: run: 1 finding (1 heap-write-after-free); 1 trace in $rundir; exit status 1" \
+        "$ex: tlsan run's summary (in a run directory)"
 done
 # Live blocks: an overflow or an underflow of a block never freed is found at exit, and one
 # that stays live through churn by the periodic check while the program runs, each with its

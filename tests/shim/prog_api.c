@@ -12,17 +12,21 @@
  *   overflow  mm_1 writes 8 bytes past the end of h1 (4000 bytes planned)
  *   plan-bad  the plan handed to tlsan_plan_load places h2 over live h1
  *   fork-exec clean, then runs itself again (fork + exec, mode clean) and waits for it
+ *   _exit     clean, then ends by _exit(4) instead of returning from main
+ *   _exit-in-handler  annotates without pause until SIGALRM's handler, 2 ms in, calls _exit(0)
  *   misuse    arenas the shim must refuse or drop, never crash on: unmapped, wrapping around
  *             the address space, read-only, inside another; and a heap arena freed before its
  *             destroy */
 #include "tlsan/tlsan.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,7 +48,18 @@ static const char PLAN_OK[] =
     "  {\"name\": \"add_3\", \"reads\": [\"h1\", \"h2\"], \"writes\": [\"h3\"]},"
     "  {\"name\": \"sum_7\", \"reads\": [\"h3\"], \"writes\": [\"s\"]}]}";
 
-enum mode { CLEAN, CLOBBER, STALE, UAR, OVERFLOW, PLAN_BAD, FORK_EXEC, MISUSE };
+enum mode {
+    CLEAN,
+    CLOBBER,
+    STALE,
+    UAR,
+    OVERFLOW,
+    PLAN_BAD,
+    FORK_EXEC,
+    MISUSE,
+    UNDERSCORE_EXIT,
+    EXIT_IN_HANDLER
+};
 
 /* Not static: -rdynamic exports them, so report stacks name them; run_op and graph are not
  * inlined, so the stacks start there (api.sh checks frame #0). */
@@ -206,28 +221,61 @@ static int misuse(void)
     return 0;
 }
 
+static void exit_on_alarm(int sig)
+{
+    (void)sig;
+    _exit(0);
+}
+
+/* The signal most often lands while the shim records an annotation, the trace's lock held
+ * by this very thread: _exit from the handler must still end the process at once. */
+static int exit_in_handler(void)
+{
+    arena = aligned_alloc(64, ARENA_BYTES);
+    if (!arena)
+        return 1;
+    tlsan_arena_create("a0", arena, ARENA_BYTES);
+    signal(SIGALRM, exit_on_alarm);
+    struct itimerval in_2ms = {.it_value = {.tv_usec = 2000}};
+    if (setitimer(ITIMER_REAL, &in_2ms, NULL) != 0)
+        return 1;
+    static const char *const w[] = {"t"};
+    for (;;) {
+        tlsan_tensor_bind(arena, "t", arena, 64, 0);
+        run_op("op", 0, NULL, 0, w, 1, NULL, 0, at(0), NULL, NULL, 16, 3);
+        tlsan_tensor_release(arena, "t", arena, 64);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const names[] = {"clean",    "clobber",  "stale",     "uar",
-                                        "overflow", "plan-bad", "fork-exec", "misuse"};
+    static const char *const names[] = {"clean",    "clobber",         "stale",     "uar",
+                                        "overflow", "plan-bad",        "fork-exec", "misuse",
+                                        "_exit",    "_exit-in-handler"};
     const char *m = argc > 1 ? argv[1] : "clean";
     size_t k = 0;
     while (k < sizeof names / sizeof names[0] && strcmp(names[k], m) != 0)
         k++;
     if (k == sizeof names / sizeof names[0]) {
-        fprintf(stderr,
-                "usage: prog_api clean|clobber|stale|uar|overflow|plan-bad|fork-exec|misuse\n");
+        fprintf(
+            stderr,
+            "usage: prog_api "
+            "clean|clobber|stale|uar|overflow|plan-bad|fork-exec|misuse|_exit|_exit-in-handler\n");
         return 2;
     }
     mode = (enum mode)k;
     if (mode == MISUSE)
         return misuse();
+    if (mode == EXIT_IN_HANDLER)
+        return exit_in_handler();
     arena = aligned_alloc(64, ARENA_BYTES);
     if (!arena)
         return 1;
     for (iteration = 0; iteration < 2; iteration++)
         graph();
     free(arena);
+    if (mode == UNDERSCORE_EXIT)
+        _exit(4);
     if (mode == FORK_EXEC) {
         pid_t pid = fork();
         if (pid == 0) {

@@ -1,10 +1,14 @@
 /* prog_fork: many short-lived forked children, for run.sh to count what they leave behind.
  *
  * usage: prog_fork N clean|double
- *   Forks N children one after the other. Each allocates and frees a block; with `double`
- *   it frees it a second time (a double free under libtlsan.so). Every child then leaves by
- *   _exit(0), which skips the shim's exit handling, as a crashing or exec-failing child
- *   would. The parent waits for each, prints "fork N ok" and exits 0. */
+ *   Forks N children one after the other. Each allocates and frees a block. With `clean`
+ *   it then leaves by _exit(0), as a child that has nothing more to do. With `double` it
+ *   frees the block a second time (a double free under libtlsan.so) and dies of SIGKILL, as
+ *   a crashing or killed child would: no exit handling of the shim's runs, so its trace is
+ *   left as it was when it died. The parent waits for each, checks that it ended so, prints
+ *   "fork N ok" and exits 0. */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +34,20 @@ int main(int argc, char **argv)
         if (pid == 0) {
             sink = malloc(24);
             free(sink);
-            if (twice)
-                free(sink);
-            _exit(0);
+            if (!twice)
+                _exit(0);
+            free(sink);
+            kill(getpid(), SIGKILL);
+            _exit(1); /* not reached */
         }
         int status;
-        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (waitpid(pid, &status, 0) != pid) {
+            perror("waitpid");
+            return 1;
+        }
+        bool ended_so = twice ? WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+                              : WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ended_so) {
             fprintf(stderr, "prog_fork: child %d failed (status %#x)\n", i, status);
             return 1;
         }

@@ -149,8 +149,8 @@ expect_eq "$rundir" "" "1,000 forks: no run directory left"
 expect_clean_work "1,000 forks" ""
 runit -- sh -c 'for i in $(seq 200); do /bin/true; done'
 expect_eq "$rc:$rundir" "0:" "200 fork+exec: nothing left"
-# 200 children that each free a block twice and _exit: one trace each, 4 KiB (the first
-# size step: the file is never cut, as no exit handler runs).
+# 200 children that each free a block twice and die of SIGKILL: one trace each, 4 KiB (the
+# first size step: the file is never cut, as no exit handler runs).
 runit --trace-dir fk --options halt_on_error=0 -- "$forker" 200 double
 expect_eq "$rc:$last" "1:tlsan: run: 200 findings (200 double-free); 200 traces in $work/fk (200 truncated: a process died or called exec); exit status 1" "200 dying children with findings"
 expect_eq "$(find fk -type f | wc -l):$(find fk -type f -printf '%s\n' | awk '{s += $1} END {print s}')" \
