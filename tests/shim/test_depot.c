@@ -320,8 +320,24 @@ static void memo_twin(void **state)
         p->size[2] = (unsigned short)(16 * (8 - k));
     }
     uint64_t hits0, fills0, hits, fills;
-    depot_memo_counts(&hits0, &fills0);
     unsigned differ = 0;
+    /* One stack again and again: after at most 64 captures (the thread takes its memo) and 32
+     * sightings (the entry is filled), the memo answers every one. */
+    depot_memo_counts(&hits0, &fills0);
+    static const struct twin_path one = {4, {0, 3, 1, 0}, {0, 300, 0, 0}};
+    for (unsigned n = 0; n < 1000; n++) {
+        struct twin_result r = {0, 0};
+        twin_next(&one, 0, &r);
+        const uintptr_t *fm, *fp;
+        unsigned nm = depot_get(r.memo, &fm), np = depot_get(r.plain, &fp);
+        if (nm == 0 || nm != np || memcmp(fm + 1, fp + 1, (nm - 1) * sizeof *fm) != 0)
+            differ++;
+    }
+    depot_memo_counts(&hits, &fills);
+    assert_int_equal(differ, 0);
+    assert_true(hits - hits0 >= 1000 - 64 - 32 - 1);
+    assert_int_equal(fills - fills0, 1);
+    depot_memo_counts(&hits0, &fills0);
     for (unsigned n = 0; n < TWIN_CAPTURES; n++) {
         /* Three in four captures come from 8 hot paths (as a program's allocations come from
          * few call sites), the others from any path. */
@@ -339,10 +355,11 @@ static void memo_twin(void **state)
             TWIN_CAPTURES, (unsigned long long)(hits - hits0), (unsigned long long)(fills - fills0),
             differ);
     assert_int_equal(differ, 0);
-    /* The memo answered many captures (the test is of it, not of the walk), though half the
-     * hot paths share one key and keep emptying its entry. */
-    assert_true(hits - hits0 > TWIN_CAPTURES / 8);
-    assert_true(fills - fills0 >= 10);
+    /* The memo answered many captures (the test is of it, not of the walk; how many depends
+     * on which keys share a way, which moves with the stack's address: 3,600 to 30,000 in 36
+     * runs), though half the hot paths share one key and keep emptying its entry. */
+    assert_true(hits - hits0 >= 1000);
+    assert_true(fills - fills0 >= 1);
 }
 
 int main(void)
