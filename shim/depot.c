@@ -395,10 +395,28 @@ static struct memo_block *memo_block(void)
     return b;
 }
 
-static struct memo *memo_way(struct memo_block *b, uintptr_t sp, uintptr_t ra)
+/* The set of two ways a key may be in (its first way; the other is next to it). */
+static struct memo *memo_set(struct memo_block *b, uintptr_t sp, uintptr_t ra)
 {
     uint64_t h = (ra ^ (sp >> 4)) * 0x9e3779b97f4a7c15ull;
-    return &b->way[h >> (64 - MEMO_WAYS_LOG2)];
+    return &b->way[(h >> (64 - MEMO_WAYS_LOG2 + 1)) * 2];
+}
+
+/* What a way is worth keeping: a filled entry by its credit, above any other, an unfilled
+ * one by its sightings. */
+static int memo_worth(const struct memo *m)
+{
+    return m->id ? 1024 + m->credit : (int)m->seen;
+}
+
+/* The way holding the key, or NULL. */
+static struct memo *memo_way(struct memo_block *b, uintptr_t sp, uintptr_t ra)
+{
+    struct memo *set = memo_set(b, sp, ra);
+    for (unsigned w = 0; w < 2; w++)
+        if (set[w].sp == sp && set[w].ra == ra)
+            return &set[w];
+    return NULL;
 }
 
 /* Reads the program's stack words above the hook's frame: not instrumented in the
@@ -420,9 +438,17 @@ uint32_t depot_memo_find(uintptr_t sp, uintptr_t ra)
     if (!b)
         return 0;
     struct memo *m = memo_way(b, sp, ra);
-    if (m->sp != sp || m->ra != ra) {
+    if (!m) {
+        /* The way of the two with less credit; a hot entry is not given up for one other
+         * key. */
+        struct memo *set = memo_set(b, sp, ra);
+        m = memo_worth(&set[1]) < memo_worth(&set[0]) ? &set[1] : &set[0];
         if (m->id && m->credit > 0) {
-            m->credit--; /* a hot entry is not given up for one other key */
+            m->credit--;
+            return 0;
+        }
+        if (!m->id && m->seen > 1) {
+            m->seen /= 2; /* nor a key on its way to a fill, for one seen once */
             return 0;
         }
         memset(m, 0, sizeof *m);
@@ -533,9 +559,8 @@ __attribute__((noinline)) uint32_t depot_walk_end_memo(void **buf, int n, uintpt
     if (!b)
         return walk_finish(buf, n, 0);
     struct memo *m = memo_way(b, sp, ra);
-    bool fill = m->sp == sp && m->ra == ra && !m->id &&
-                m->seen >= (MEMO_FILL_AFTER << m->backoff) && n >= 2 && n <= (int)MEMO_FRAMES &&
-                (uintptr_t)buf[1] == ra;
+    bool fill = m && !m->id && m->seen >= (MEMO_FILL_AFTER << m->backoff) && n >= 2 &&
+                n <= (int)MEMO_FRAMES && (uintptr_t)buf[1] == ra;
     bool walked = fill && memo_walk(buf, n, sp, m);
     uint32_t id = walk_finish(buf, n, 0);
     if (fill) {
