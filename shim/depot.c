@@ -406,7 +406,7 @@ static struct memo *memo_set(struct memo_block *b, uintptr_t sp, uintptr_t ra)
  * one by its sightings. */
 static int memo_worth(const struct memo *m)
 {
-    return m->id ? 1024 + m->credit : (int)m->seen;
+    return m->id ? 1024 + m->credit : (int)(m->seen < 1023 ? m->seen : 1023);
 }
 
 /* The way holding the key, or NULL. */
@@ -559,11 +559,13 @@ __attribute__((noinline)) uint32_t depot_walk_end_memo(void **buf, int n, uintpt
     if (!b)
         return walk_finish(buf, n, 0);
     struct memo *m = memo_way(b, sp, ra);
-    bool fill = m && !m->id && m->seen >= (MEMO_FILL_AFTER << m->backoff) && n >= 2 &&
-                n <= (int)MEMO_FRAMES && (uintptr_t)buf[1] == ra;
-    bool walked = fill && memo_walk(buf, n, sp, m);
+    /* Due for a fill; a stack that cannot be memoised (too deep, or ra not where the walk
+     * found it) counts as a failed fill, so that its key does not keep its way. */
+    bool due = m && !m->id && m->seen >= (MEMO_FILL_AFTER << m->backoff);
+    bool walked = due && n >= 2 && n <= (int)MEMO_FRAMES && (uintptr_t)buf[1] == ra &&
+                  memo_walk(buf, n, sp, m);
     uint32_t id = walk_finish(buf, n, 0);
-    if (fill) {
+    if (due) {
         m->seen = 0;
         if (walked && id) {
             atomic_signal_fence(memory_order_seq_cst); /* the words before the id */
