@@ -106,7 +106,7 @@ if [ -x "$engine" ] && [ -f "$(dirname "$bin")/libtlsan.so" ]; then
     grep -q '"label":"[^"]*run.trace (plan 1 handed over)"' "$tmp/run.html" && ok ||
         bad "the trace's handed-over plan has no section"
 else
-    skipped="$skipped the recorded run (no example engine or libtlsan.so);"
+    skipped="$skipped${skipped:+;} the recorded run (no example engine or libtlsan.so)"
 fi
 
 # ---- in the browser ----
