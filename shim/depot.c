@@ -297,8 +297,9 @@ uint32_t depot_walk_end(void **buf, int n)
  * cursor (microseconds: libunwind masks signals around each frame's lookup), so an entry is
  * filled only once its key has been seen MEMO_FILL_AFTER times, and one whose stacks keep
  * differing (a helper called from many places at the same depth) is emptied and filled again
- * only after exponentially more sightings. A stack through a signal frame, whose return
- * address is not below its caller's stack pointer, is never memoised. */
+ * only after exponentially more sightings. A stack through a signal frame is never memoised
+ * (memo_walk asks libunwind whether a frame is one: the word below the interrupted stack
+ * pointer may hold the interrupted pc). */
 #ifdef DEPOT_MEMO
 #define MEMO_WAYS_LOG2  4u
 #define MEMO_WAYS       (1u << MEMO_WAYS_LOG2)
@@ -502,13 +503,13 @@ static bool memo_add(struct memo *m, uintptr_t sp, uintptr_t at, uintptr_t val)
  * each was stored, and for a frame with a frame pointer below the last, where its rbp was
  * saved, with the value (its CFA is rbp + 16, so the frame's place is known once rbp is,
  * whatever its size). False (not memoised) when the walk does not give the same frames, when
- * a return address is not stored below its caller's stack pointer (a signal frame), when a
- * place lies beyond MEMO_SPAN, or when a frame below the last may vary in size other than
- * that way: one whose rbp points into it but not 16 bytes below its CFA (stack realignment),
- * or whose rbp was not saved above the hook's frame. A frame whose rbp does not point into it
- * has a CFA of its stack pointer plus a constant: the same size at every call from one code
- * address. buf[0] is the hook's own frame, buf[1] the return address ra, stored in the hook's
- * frame. */
+ * the stack goes through a signal frame, when a return address is not stored below its
+ * caller's stack pointer, when a place lies beyond MEMO_SPAN, or when a frame below the last
+ * may vary in size other than that way: one whose rbp points into it but not 16 bytes below its CFA
+ * (stack realignment), or whose rbp was not saved above the hook's frame. A frame whose rbp does
+ * not point into it has a CFA of its stack pointer plus a constant: the same size at every call
+ * from one code address. buf[0] is the hook's own frame, buf[1] the return address ra, stored in
+ * the hook's frame. */
 static bool memo_walk(void *const *buf, int n, uintptr_t sp, struct memo *m)
 {
     unw_context_t uc;
@@ -530,10 +531,15 @@ static bool memo_walk(void *const *buf, int n, uintptr_t sp, struct memo *m)
     }
     m->n = 0;
     for (int i = 2; i < n; i++) {
-        /* Frame i - 1, the cursor's: its size must follow from what is verified. */
+        /* Frame i - 1, the cursor's: its size must follow from what is verified. A signal
+         * frame's never does: the interrupted frame's place follows from the interrupted
+         * stack pointer, kept in the signal frame and not verified, and the word below it may
+         * hold the interrupted pc though that frame is not the one interrupted (a fault right
+         * after a call's return, then one inside the callee: the return address the callee
+         * was called with is still there, with the signal frame at the same place). */
         unw_word_t below = fsp;
         unw_save_loc_t loc;
-        if (unw_get_reg(&c, UNW_X86_64_RBP, &rbp) != 0 ||
+        if (unw_is_signal_frame(&c) != 0 || unw_get_reg(&c, UNW_X86_64_RBP, &rbp) != 0 ||
             unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0)
             return false;
         if (unw_step(&c) <= 0 || unw_get_reg(&c, UNW_REG_IP, &ip) != 0 ||

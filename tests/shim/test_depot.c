@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -362,11 +363,102 @@ static void memo_twin(void **state)
     assert_true(fills - fills0 >= 1);
 }
 
+#if defined(__x86_64__)
+/* ---- a signal frame on the stack the memo is asked for ----
+ * A SIGILL handler captures as twin_hook does. memo_sig_f(0) calls the leaf, which returns,
+ * and faults at the instruction right after the call: the word below the interrupted stack
+ * pointer holds the interrupted pc, as a return address would, and the stack may be
+ * memoised. memo_sig_f(1) faults inside the leaf, one frame deeper, and its signal frame
+ * lies at the same place (the kernel aligns it to 64 bytes) for most alignments of the
+ * stack: the words verified still hold their values, the leaf's return address among them,
+ * but the stack has the leaf in it. The alloca in memo_sig_shifted moves the stack by 16
+ * bytes at a time through the alignments. */
+void memo_sig_f(int fault_in_leaf);
+__asm__(".text\n"
+        ".type memo_sig_leaf, @function\n"
+        "memo_sig_leaf:\n"
+        ".cfi_startproc\n"
+        "  test %edi, %edi\n"
+        "  je 1f\n"
+        "  ud2\n"
+        "1:\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size memo_sig_leaf, .-memo_sig_leaf\n"
+        ".globl memo_sig_f\n"
+        ".hidden memo_sig_f\n"
+        ".type memo_sig_f, @function\n"
+        "memo_sig_f:\n"
+        ".cfi_startproc\n"
+        "  sub $8, %rsp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "  call memo_sig_leaf\n"
+        "  ud2\n"
+        "  add $8, %rsp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size memo_sig_f, .-memo_sig_f\n");
+
+static sigjmp_buf g_sig_jump;
+static struct twin_result g_sig_result;
+
+static void memo_sig_handler(int sig)
+{
+    (void)sig;
+    twin_hook(&g_sig_result);
+    siglongjmp(g_sig_jump, 1);
+}
+
+__attribute__((noinline)) static void memo_sig_shifted(unsigned shift, int fault_in_leaf)
+{
+    volatile char *pad = __builtin_alloca(16 * shift + 1);
+    pad[0] = 0;
+    if (sigsetjmp(g_sig_jump, 1) == 0)
+        memo_sig_f(fault_in_leaf);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void memo_signal(void **state)
+{
+    (void)state;
+    assert_true(depot_memo_init());
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = memo_sig_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGILL, &sa, &old), 0);
+    unsigned differ = 0, captures = 0;
+    for (unsigned shift = 0; shift < 8; shift++) {
+        for (unsigned i = 0; i <= 300; i++) {
+            g_sig_result.memo = g_sig_result.plain = 0;
+            memo_sig_shifted(shift, i == 300);
+            const uintptr_t *fm, *fp;
+            unsigned nm = depot_get(g_sig_result.memo, &fm);
+            unsigned np = depot_get(g_sig_result.plain, &fp);
+            if (nm == 0 || nm != np || memcmp(fm + 1, fp + 1, (nm - 1) * sizeof *fm) != 0)
+                differ++;
+            captures++;
+        }
+    }
+    assert_int_equal(sigaction(SIGILL, &old, NULL), 0);
+    assert_int_equal(captures, 8 * 301);
+    assert_int_equal(differ, 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(put_get),    cmocka_unit_test(capture), cmocka_unit_test(format),
-        cmocka_unit_test(concurrent), cmocka_unit_test(modules), cmocka_unit_test(memo_twin),
+        cmocka_unit_test(put_get),
+        cmocka_unit_test(capture),
+        cmocka_unit_test(format),
+        cmocka_unit_test(concurrent),
+        cmocka_unit_test(modules),
+        cmocka_unit_test(memo_twin),
+#if defined(__x86_64__)
+        cmocka_unit_test(memo_signal),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
