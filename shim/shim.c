@@ -236,7 +236,8 @@ static void init_once(void)
      * descriptors and read and write them for the rest of the run (unwind.h). */
     if (g_opts.stack_depth > 0) {
         unwind_setup();
-        depot_memo_init();
+        if (g_opts.stack_memo)
+            depot_memo_init();
     }
     trace_open();
     atomic_store(&g_owner_pid, (int)syscall(SYS_getpid));
@@ -337,6 +338,13 @@ void shim_exit_checks(void)
                    (unsigned long long)st.allocs, (unsigned long long)st.live_blocks,
                    (unsigned long long)st.quarantine_blocks,
                    (unsigned long long)st.quarantine_bytes);
+    }
+    if (g_opts.verbosity >= 2) {
+        uint64_t hits, fills;
+        depot_memo_counts(&hits, &fills);
+        out_printf("==%d==tlsan: exit: the memo of repeated stacks answered %llu of this "
+                   "thread's captures, from %llu fills\n",
+                   (int)getpid(), (unsigned long long)hits, (unsigned long long)fills);
     }
     if (g_opts.verbosity >= 1 && suppress_count())
         out_printf("==%d==tlsan: exit: %lu finding%s suppressed\n", (int)getpid(), suppress_count(),

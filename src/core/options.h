@@ -60,6 +60,8 @@ enum shim_halt { SHIM_HALT_NEVER, SHIM_HALT_ALWAYS, SHIM_HALT_NATIVE };
     X(CHECKSUM, checksum, SHIM_CHECKSUM_SHARED, "hash tensors around reuse: all|shared|off")       \
     X(SIZE, redzone, 16, "bytes of redzone after each heap block, 16 before it (0: none)")         \
     X(SIZE, stack_depth, 16, "frames captured per stack (0: no stacks)")                           \
+    X(BOOL, stack_memo, 1,                                                                         \
+      "x86-64: a stack captured again from one place is read back, not walked (0: always walk)")   \
     X(SIZE, sample_rate, 1000,                                                                     \
       "guard one allocation in N (up to a page) with a page of its own; 1: every one; 0: none")    \
     X(BOOL, symbolize, 1,                                                                          \

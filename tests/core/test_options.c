@@ -207,7 +207,7 @@ static void help(void **state)
     unsigned lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    assert_int_equal(lines, 20); /* a heading and the 19 options */
+    assert_int_equal(lines, 21); /* a heading and the 20 options */
     assert_non_null(strstr(text, "\n  sample_rate=1000         guard one allocation in N (up to a "
                                  "page) with a page of its own; 1: every one; 0: none\n"));
     assert_non_null(strstr(text, "\n  halt_on_error=native     1: exit with `exitcode` at the "

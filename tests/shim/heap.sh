@@ -159,6 +159,28 @@ expect_rc 3 "clean verbosity=1"
 expect_match "$err" "^==[0-9]+==tlsan: active \(quarantine_mb=8 fill=1 redzone=16 stack_depth=16 .* halt_on_error=native " "verbosity=1 start line"
 expect_match "$err" "^==[0-9]+==tlsan: exit: 0 findings; [0-9]+ allocations" "verbosity=1 exit line"
 
+# The memo of repeated stacks (x86-64): the clean mode's loop mallocs, reallocs and frees
+# 1,000 times from three places; after the thread's first 64 captures and 32 sightings of each
+# place, every capture is read back (1,900 at least: two places of three, should all three
+# share one set of the memo's ways), from a fill for each place. stack_memo=0, or no stacks:
+# none.
+if [ "$(uname -m)" = x86_64 ]; then
+    memo_line() {
+        run_prog "$base:verbosity=2$1" clean
+        printf '%s\n' "$err" | grep 'tlsan: exit: the memo of repeated stacks'
+    }
+    got=$(memo_line "")
+    hits=$(printf '%s\n' "$got" | sed -nE 's/.*answered ([0-9]+) of .*/\1/p')
+    fills=$(printf '%s\n' "$got" | sed -nE 's/.*from ([0-9]+) fills$/\1/p')
+    if [ -n "$hits" ] && [ "$hits" -ge 1900 ] && [ "$hits" -le 3000 ] && [ "$fills" -ge 2 ] &&
+        [ "$fills" -le 3 ]; then ok; else
+        bad "memo: the clean loop: want 1,900 to 3,000 captures read back from 2 or 3 fills, got: $got"; fi
+    for off in ":stack_memo=0" ":stack_depth=0"; do
+        got=$(memo_line "$off")
+        expect_match "$got" "answered 0 of this thread's captures, from 0 fills$" "memo: $off"
+    done
+fi
+
 # log_path: the report goes to PATH.PID, stderr stays empty.
 run_prog "$base:halt_on_error=0:log_path=$tmp/log" double
 expect_rc 1 "log_path"
